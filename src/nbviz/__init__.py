@@ -1,0 +1,50 @@
+"""nbviz: look inside a neural network while it trains, in the notebook.
+
+Probes watch a PyTorch model through hooks, an embedded SQLite run store keeps
+what they saw, and anywidget views show it. The names below are the public API;
+they are imported lazily so that ``import nbviz`` stays fast and reading a run
+needs neither torch nor a widget library.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_PUBLIC = {
+    "Run": "nbviz.run",
+    "open_run": "nbviz.run",
+    "Probe": "nbviz.probes.probe",
+    "Dashboard": "nbviz.widgets.dashboard",
+    "LossCurves": "nbviz.widgets.loss_curves",
+    "RunsTable": "nbviz.widgets.runs_table",
+    "LayerBrowser": "nbviz.widgets.layer_browser",
+    "Histograms": "nbviz.widgets.histograms",
+    "ConfusionMatrix": "nbviz.widgets.confusion",
+    "SampleGallery": "nbviz.widgets.gallery",
+    "EmbeddingProjector": "nbviz.widgets.projector",
+    "StepScrubber": "nbviz.widgets.scrubber",
+    "HealthReport": "nbviz.widgets.health",
+    "Profiler": "nbviz.widgets.profiler",
+}
+
+__all__ = ["__version__", *sorted(_PUBLIC)]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from nbviz.run import Run, open_run  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nbviz' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
