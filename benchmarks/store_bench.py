@@ -1,0 +1,232 @@
+"""Run-store benchmark: Writer throughput and read latency at 1k, 10k and 100k steps.
+
+Each step holds 2 signals x 50 layers of layer_stats and of 64-bin histograms.
+The databases for the read measurements are built by direct ``executemany`` in
+one transaction (the fastest way to get 100k steps on disk), then switched to
+WAL mode like any run; the Writer's throughput is measured on its own.
+
+    python benchmarks/store_bench.py              # 1k, 10k, 100k steps
+    python benchmarks/store_bench.py --steps 1000 10000 --reads 50
+
+Reads run with the database in the OS page cache (it was just written), as in
+a notebook that follows a run; medians over random steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+
+from nbviz.store import Reader, Writer, create_or_open
+from nbviz.store.schema import DDL
+from nbviz.store.writer import _insert_sql
+
+N_LAYERS = 50
+SIGNALS = ("activation", "gradient")
+N_BINS = 64
+LAYERS = [f"block{i // 5}.layer{i % 5}" for i in range(N_LAYERS)]
+
+
+def stat_rows(step: int) -> list[tuple]:
+    return [
+        (step, layer, signal, 4096, 0.01 * i, 1.0, -3.0, 3.0, 0.1, 0, 12.5, None)
+        for signal in SIGNALS
+        for i, layer in enumerate(LAYERS)
+    ]
+
+
+def histogram_rows(step: int, blob: bytes) -> list[tuple]:
+    return [
+        (step, layer, signal, -3.0, 3.0, blob, 1, 2, 0) for signal in SIGNALS for layer in LAYERS
+    ]
+
+
+def _blob(seed: int = 0) -> bytes:
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 1000, N_BINS).astype("<i8").tobytes()
+
+
+# -- Writer throughput ---------------------------------------------------------------
+
+
+def writer_throughput(root: Path, table: str, n_steps: int) -> float:
+    """Rows per second through Writer.insert ... flush (rows built beforehand)."""
+    blob = _blob()
+    batches = [
+        stat_rows(s) if table == "layer_stats" else histogram_rows(s, blob) for s in range(n_steps)
+    ]
+    n_rows = sum(len(b) for b in batches)
+    run = root / f"writer-{table}"
+    w = Writer(run)
+    gc.collect()
+    start = time.perf_counter()
+    for batch in batches:
+        w.insert(table, batch)
+    w.flush()
+    elapsed = time.perf_counter() - start
+    w.close()
+    shutil.rmtree(run)
+    return n_rows / elapsed
+
+
+def writer_with_busy_caller(root: Path, n_steps: int, busy_ms: float) -> tuple[float, float]:
+    """Rows/s while the caller runs Python for ``busy_ms`` between steps, and the
+    seconds flush() then waits (how far the writer fell behind)."""
+    batches = [stat_rows(s) for s in range(n_steps)]
+    run = root / "writer-busy"
+    w = Writer(run)
+    start = time.perf_counter()
+    for batch in batches:
+        w.insert("layer_stats", batch)
+        until = time.perf_counter() + busy_ms / 1000
+        while time.perf_counter() < until:  # a training step's Python work
+            pass
+    t_flush = time.perf_counter()
+    w.flush()
+    end = time.perf_counter()
+    w.close()
+    shutil.rmtree(run)
+    return sum(map(len, batches)) / (end - start), end - t_flush
+
+
+# -- bulk build ----------------------------------------------------------------------
+
+
+def build(run: Path, n_steps: int) -> float:
+    """Write n_steps of stats and histograms in one transaction; returns seconds."""
+    start = time.perf_counter()
+    conn = create_or_open(run)
+    conn.execute("PRAGMA journal_mode=OFF")  # setup only; switched back to WAL below
+    conn.execute("PRAGMA synchronous=OFF")
+    conn.execute("PRAGMA cache_size=-262144")
+    indexes = [s for s in DDL if s.lstrip().startswith("CREATE INDEX")]
+    for name in ("layer_stats_by_layer", "histograms_by_layer"):
+        conn.execute(f"DROP INDEX {name}")
+    blob = _blob()
+    per_step = len(SIGNALS) * N_LAYERS
+    chunk = 2000 // per_step  # steps per statement: 2000 rows, under the bind limit
+    stats_sql = _insert_sql("layer_stats", chunk * per_step)
+    hist_sql = _insert_sql("histograms", chunk * per_step)
+    flat = itertools.chain.from_iterable
+    conn.execute("BEGIN")
+    for lo in range(0, n_steps - n_steps % chunk, chunk):
+        steps = range(lo, lo + chunk)
+        conn.execute(stats_sql, list(flat(r for s in steps for r in stat_rows(s))))
+        conn.execute(hist_sql, list(flat(r for s in steps for r in histogram_rows(s, blob))))
+    for s in range(n_steps - n_steps % chunk, n_steps):
+        conn.executemany(_insert_sql("layer_stats"), stat_rows(s))
+        conn.executemany(_insert_sql("histograms"), histogram_rows(s, blob))
+    for statement in indexes:
+        conn.execute(statement)
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+    return time.perf_counter() - start
+
+
+# -- reads ---------------------------------------------------------------------------
+
+
+def median_ms(fn: Callable[[int], object], steps: Iterable[int]) -> float:
+    times = []
+    for s in steps:
+        t = time.perf_counter()
+        fn(s)
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def measure_reads(reader: Reader, n_steps: int, rng: random.Random, reads: int) -> dict:
+    """Median milliseconds of the read queries a dashboard makes."""
+    steps = [rng.randrange(n_steps) for _ in range(reads)]
+    assert len(reader.stats_at(steps[0])) == len(SIGNALS) * N_LAYERS
+    layers = [LAYERS[rng.randrange(N_LAYERS)] for _ in range(5)]
+    return {
+        "stats_at": median_ms(reader.stats_at, steps),
+        "hist_at": median_ms(reader.histograms_at, steps),
+        "both": median_ms(lambda s: (reader.stats_at(s), reader.histograms_at(s)), steps),
+        "layer": median_ms(lambda i: reader.stats("activation", layers[i]), range(5)),
+        "hrows": median_ms(lambda i: reader.histogram_rows(layers[i], "gradient"), range(5)),
+        "steps": median_ms(lambda _: reader.steps("activation"), range(3)),
+    }
+
+
+def python_reference_s() -> float:
+    """Seconds for a fixed pure-Python loop: this machine's speed right now (it varies)."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(5_000_000):
+        total += i
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, nargs="+", default=[1000, 10_000, 100_000])
+    parser.add_argument("--reads", type=int, default=50)
+    parser.add_argument("--writer-steps", type=int, default=3000)
+    parser.add_argument("--dir", type=Path, default=None, help="where to put the databases")
+    args = parser.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="nbviz-store-bench-", dir=args.dir))
+    rng = random.Random(0)
+    try:
+        per_step = len(SIGNALS) * N_LAYERS
+        print(
+            f"{N_LAYERS} layers x {len(SIGNALS)} signals per step, {N_BINS}-bin histograms; "
+            f"reference: a 5M-iteration Python loop takes {python_reference_s():.2f} s"
+        )
+        print()
+        print("Writer throughput (Writer.insert of one step's rows at a time, then flush)")
+        for table in ("layer_stats", "histograms"):
+            rate = writer_throughput(root, table, args.writer_steps)
+            n_rows = args.writer_steps * per_step
+            print(f"  {table:<12} {rate:>10,.0f} records/s  ({n_rows:,} rows)")
+        busy_ms = 1.0
+        rate, lag = writer_with_busy_caller(root, 1000, busy_ms)
+        print(
+            f"  layer_stats  {rate:>10,.0f} records/s  with the caller's thread busy in Python "
+            f"{busy_ms:g} ms per step; final flush waited {lag * 1000:.0f} ms"
+        )
+        print()
+        header = (
+            f"{'steps':>8} {'rows/table':>11} {'db MB':>8} {'build s':>8} "
+            f"{'stats_at':>9} {'hist_at':>8} {'both':>7} {'layer stats':>12} "
+            f"{'layer hists':>12} {'steps()':>8}"
+        )
+        print("Read latency, ms (median; 'both' = stats_at + histograms_at of one step)")
+        print(header)
+        for n_steps in args.steps:
+            run = root / f"run-{n_steps}"
+            build_s = build(run, n_steps)
+            size_mb = sum(p.stat().st_size for p in run.iterdir()) / 1e6
+            with Reader(run) as reader:
+                ms = measure_reads(reader, n_steps, rng, args.reads)
+            print(
+                f"{n_steps:>8,} {n_steps * per_step:>11,} {size_mb:>8,.0f} {build_s:>8.1f} "
+                f"{ms['stats_at']:>9.2f} {ms['hist_at']:>8.2f} {ms['both']:>7.2f} "
+                f"{ms['layer']:>12.1f} {ms['hrows']:>12.1f} {ms['steps']:>8.1f}",
+                flush=True,
+            )
+            shutil.rmtree(run)
+        print()
+        print(
+            "'layer stats': stats(signal, layer) over all steps; 'layer hists': "
+            "histogram_rows(layer, signal) over all steps; 'steps()': steps(signal)."
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,604 @@
+"""Probe: forward/backward hooks that record a model's training without changing it.
+
+Hooks are global state on someone else's model. A probe remembers every handle it
+adds and removes them all in ``close()`` (idempotent; also on leaving a ``with``
+block), keeps no reference to the autograd graph, and computes only on detached
+tensors, so outputs and gradients are bitwise what they would be without it.
+
+Steps
+-----
+A *training step* is what happens between two training forwards of the watched
+model that are separated by a backward (or, with ``optimizer=``, between two
+``optimizer.step()`` calls: use that for gradient accumulation). Forwards under
+``torch.no_grad()``/``torch.inference_mode()`` or with the model in ``eval()``
+mode are not training steps and are ignored.
+
+Each step is tagged with the number the loop passes to ``run.log(step, ...)`` for
+it: the first ``run.log`` after the step's forward names it, and the next step is
+expected to be that number plus one. A loop that never calls ``run.log`` gets
+steps 0, 1, 2, ... A step is *captured* when its number is a multiple of
+``every``; histograms are taken every ``hist_every`` steps (a multiple of
+``every``). Whatever the period, the non-finite sentinel runs on every step.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+from nbviz.probes import stats as st
+from nbviz.probes.outputs import describe, find_tensor, path_text
+from nbviz.probes.select import (
+    DEFAULT_MAX_LAYERS,
+    LayerPattern,
+    select_modules,
+    strip_wrapper_prefix,
+    unit_dim,
+)
+from nbviz.probes.sentinel import Sentinel
+from nbviz.probes.summary import model_summary
+
+SIGNALS = ("activations", "gradients", "weights")
+_SIGNAL_ALIASES = {
+    "activation": "activations",
+    "activations": "activations",
+    "gradient": "gradients",
+    "gradients": "gradients",
+    "grad": "gradients",
+    "grads": "gradients",
+    "weight": "weights",
+    "weights": "weights",
+}
+DEFAULT_EVERY = 10
+DEFAULT_BINS = 64
+#: Units beyond this count are not recorded one by one (e.g. a vocabulary's logits).
+MAX_UNITS = 8192
+
+_WATCHED: weakref.WeakKeyDictionary[nn.Module, Probe] = weakref.WeakKeyDictionary()
+
+
+class Sink(Protocol):
+    """Where a probe hands its records: the run's background writer."""
+
+    def insert(self, table: str, rows: list[tuple]) -> None: ...
+    def set_meta(self, key: str, value: Any) -> None: ...
+
+
+def _is_compiled(model: nn.Module) -> bool:
+    return type(model).__name__ == "OptimizedModule" and hasattr(model, "_orig_mod")
+
+
+def _normalise_signals(signals: Sequence[str] | str | None) -> tuple[str, ...]:
+    if signals is None:
+        return SIGNALS
+    if isinstance(signals, str):
+        signals = [signals]
+    out = []
+    for s in signals:
+        canon = _SIGNAL_ALIASES.get(str(s).lower())
+        if canon is None:
+            raise ValueError(f"signals: unknown signal {s!r}; choose from {', '.join(SIGNALS)}")
+        if canon not in out:
+            out.append(canon)
+    return tuple(out)
+
+
+class Probe:
+    """Records activations, gradients and weights of ``model`` into a run.
+
+    Create it with ``run.watch(model, ...)``; see the module docstring for how steps
+    are counted. Parameters: ``every`` capture period (statistics, per-unit maps);
+    ``hist_every`` histogram period (default ``every``); ``bins`` histogram bins,
+    fixed per layer at its first capture; ``layers`` glob patterns / types /
+    predicates selecting modules (default: all leaf modules but pass-throughs);
+    ``signals`` any of ``"activations"``, ``"gradients"``, ``"weights"``;
+    ``optimizer`` marks step boundaries at ``optimizer.step()``.
+    """
+
+    def __init__(
+        self,
+        sink: Sink,
+        model: nn.Module,
+        *,
+        every: int = DEFAULT_EVERY,
+        hist_every: int | None = None,
+        bins: int = DEFAULT_BINS,
+        layers: LayerPattern | Sequence[LayerPattern] | None = None,
+        signals: Sequence[str] | str | None = None,
+        max_layers: int | None = DEFAULT_MAX_LAYERS,
+        optimizer: torch.optim.Optimizer | None = None,
+        first_step: int = 0,
+        on_close: Callable[[Probe], None] | None = None,
+        replace: bool = False,
+    ) -> None:
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"watch: expected a torch.nn.Module, got {type(model).__name__}")
+        for name, value in (("every", every), ("bins", bins)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"watch: {name} must be a positive integer, got {value!r}")
+        hist_every = every if hist_every is None else hist_every
+        if not isinstance(hist_every, int) or hist_every < 1 or hist_every % every:
+            raise ValueError(
+                f"watch: hist_every must be a positive multiple of every={every}, "
+                f"got {hist_every!r}"
+            )
+        params = list(model.named_parameters())
+        if not params:
+            raise ValueError(
+                f"watch: the model ({type(model).__name__}) has no parameters; nbviz watches "
+                "trainable models - pass the module that holds the weights"
+            )
+        previous = _WATCHED.get(model)
+        if previous is not None and not previous.closed:
+            if not replace:
+                raise RuntimeError(
+                    f"watch: this {type(model).__name__} is already watched by {previous!r}; "
+                    "call probe.close() first, or pass replace=True"
+                )
+            previous.close()
+
+        self._sink = sink
+        self._model_ref = weakref.ref(model)
+        self.every, self.hist_every, self.bins = every, hist_every, bins
+        self.signals = _normalise_signals(signals)
+        self.compiled = _is_compiled(model)
+        self.notes: list[str] = []
+        self._module_notes: dict[str, str] = {}
+        self._on_close = on_close
+        self.closed = False
+        self._handles: list[Any] = []
+
+        # --- what is watched -------------------------------------------------
+        root = model
+        if self.compiled:
+            self.notes.append(
+                "model is torch.compile'd: hooks inside the compiled graph are not run, so "
+                "activations and output gradients are not recorded; weights and parameter "
+                "gradients are (read after backward)"
+            )
+            self.modules: list[tuple[str, nn.Module]] = []
+        else:
+            selection = select_modules(model, layers, max_layers)
+            self.modules = selection.modules
+            self.notes.extend(selection.notes)
+        seen: set[int] = set()
+        self.params: list[tuple[str, nn.Parameter]] = []
+        for name, p in params:
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            self.params.append((strip_wrapper_prefix(name), p))
+        self.device = self.params[0][1].device
+
+        # slot tables: (layer, signal) for records, sentinel index space
+        self._act_slots = {n: i for i, (n, _) in enumerate(self.modules)}
+        n_mod, n_par = len(self.modules), len(self.params)
+        self._sentinel = Sentinel(n_mod + n_par, self.device)
+        self._sent_names = [(n, "activation") for n, _ in self.modules] + [
+            (n, "gradient") for n, _ in self.params
+        ]
+        self._hist: dict[tuple[str, str], st.HistState] = {}
+        self._shapes: dict[str, list[int]] = {}
+        self._exec_order: dict[str, int] = {}
+        self._unit_dims: dict[str, int | None] = {}
+
+        # weights: initial values (distance from init) and a buffer for the update
+        self._watch_weights = "weights" in self.signals
+        if self._watch_weights:
+            with torch.no_grad():
+                self._init = [p.detach().clone() for _, p in self.params]
+                self._init_norm = [float(t.float().norm()) for t in self._init]
+                self._prev = [torch.empty_like(t) for t in self._init]
+
+        # --- step state --------------------------------------------------------
+        self._next_step = first_step
+        self._counter = 0  # internal step counter used by the sentinel
+        self._counter_tags: dict[int, int] = {}
+        self._open = False  # a training step is in progress
+        self._tag = first_step
+        self._tagged = False
+        self._backward_done = False
+        self._optimizer_stepped = False
+        self._active = False  # inside a training forward of the root
+        self._capture: st.StepCapture | None = None
+        self._capture_hist = False
+        self._pgrad_parts: dict[int, list[torch.Tensor]] = {}
+        self._callback_pending = False
+        self._summary_written = False
+        self.steps_seen = 0
+        self.captures = 0
+
+        # --- hooks --------------------------------------------------------------
+        self._handles.append(root.register_forward_pre_hook(self._on_root_pre))
+        self._handles.append(root.register_forward_hook(self._on_root_post))
+        for name, module in self.modules:
+            self._handles.append(module.register_forward_hook(partial(self._on_output, name)))
+        self._optimizer = optimizer
+        if optimizer is not None:
+            self._handles.append(optimizer.register_step_post_hook(self._on_optimizer_step))
+        _WATCHED[model] = self
+        self._write_config()
+
+    # ------------------------------------------------------------------ public
+    @property
+    def model(self) -> nn.Module | None:
+        return self._model_ref()
+
+    @property
+    def step(self) -> int:
+        """The step number the next (or current) training step will be recorded under."""
+        return self._tag if self._open else self._next_step
+
+    def close(self) -> None:
+        """Record what is pending, remove every hook, and forget the model. Idempotent."""
+        if self.closed:
+            return
+        try:
+            self._finish_step()
+            self._report_nonfinite(force=True)
+            self._write_summary(force=True)
+        finally:
+            for handle in self._handles:
+                handle.remove()
+            self._handles.clear()
+            self.closed = True
+            model = self._model_ref()
+            if model is not None and _WATCHED.get(model) is self:
+                del _WATCHED[model]
+            self._init = self._prev = []  # free the weight copies
+            if self._on_close is not None:
+                self._on_close(self)
+
+    def flush(self) -> None:
+        """Hand everything recorded so far to the writer (ends nothing in progress)."""
+        if self.closed:
+            return
+        if self._open and self._backward_done:
+            self._finish_step()
+        self._sentinel.commit(self._counter)
+        self._report_nonfinite(force=True)
+
+    def __enter__(self) -> Probe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"step {self.step}"
+        return (
+            f"<nbviz.Probe {len(self.modules)} modules, {len(self.params)} parameters, "
+            f"every={self.every}, {state}>"
+        )
+
+    # ------------------------------------------------------------ step logic
+    def _on_log(self, step: int) -> None:
+        """Called by ``run.log(step, ...)``: names the step in progress."""
+        if self.closed or not self._open or self._tagged:
+            return
+        self._tag = step
+        self._tagged = True
+        self._next_step = step + 1
+
+    def _on_optimizer_step(self, *_: Any) -> None:
+        self._optimizer_stepped = True
+
+    def _is_training_forward(self, root: nn.Module) -> bool:
+        return torch.is_grad_enabled() and root.training and not torch.is_inference_mode_enabled()
+
+    def _on_root_pre(self, root: nn.Module, args: Any) -> None:
+        if not self._is_training_forward(root):
+            self._active = False
+            return
+        boundary = self._optimizer_stepped if self._optimizer is not None else self._backward_done
+        if self._open and boundary:
+            self._finish_step()
+        if not self._open:
+            self._start_step()
+        self._active = True
+
+    def _on_root_post(self, root: nn.Module, args: Any, output: Any) -> None:
+        if not self._active:
+            return
+        self._active = False
+        if not self._callback_pending:
+            _, tensor = find_tensor(output)
+            if tensor is not None and tensor.requires_grad:
+                tensor.register_hook(self._queue_backward_callback)
+                self._callback_pending = True
+
+    def _queue_backward_callback(self, grad: torch.Tensor) -> None:
+        torch.autograd.Variable._execution_engine.queue_callback(self._after_backward)
+
+    def _start_step(self) -> None:
+        self._open = True
+        self._tagged = False
+        self._backward_done = False
+        self._optimizer_stepped = False
+        self._tag = self._next_step
+        self._counter += 1
+        self.steps_seen += 1
+        capture = self._tag % self.every == 0
+        self._capture = st.StepCapture(self.bins) if capture else None
+        self._capture_hist = capture and self._tag % self.hist_every == 0
+        self._pgrad_parts = {}
+        if capture and self._watch_weights:
+            with torch.no_grad():
+                torch._foreach_copy_(self._prev, [p.detach() for _, p in self.params])
+
+    def _finish_step(self) -> None:
+        """Close the step in progress: weights (now updated), one host copy, records out."""
+        if not self._open:
+            return
+        self._open = False
+        if not self._tagged:
+            self._next_step = self._tag + 1
+        self._counter_tags[self._counter] = self._tag
+        self._sentinel.commit(self._counter)
+        capture, self._capture = self._capture, None
+        if capture is not None:
+            self._record_capture(capture)
+        self._write_summary()
+
+    # ------------------------------------------------------------------ hooks
+    def _on_output(self, name: str, module: nn.Module, args: Any, output: Any) -> None:
+        if not self._active:
+            return
+        path, live = find_tensor(output)
+        x = live
+        if name not in self._shapes:
+            self._exec_order.setdefault(name, len(self._exec_order))
+            if x is None:
+                self._shapes[name] = None  # type: ignore[assignment]
+                self._module_notes[name] = f"skipped: output is {describe(output)}"
+                return
+            self._shapes[name] = list(x.shape)
+            ud = unit_dim(module, x.dim())
+            if ud is not None and x.shape[ud] > MAX_UNITS:
+                self._module_notes[name] = f"{x.shape[ud]} units: per-unit maps not recorded"
+                ud = None
+            self._unit_dims[name] = ud
+            if path:
+                self._module_notes[name] = f"recorded {path_text(path)} of {describe(output)}"
+        if x is None:
+            return
+        x = x.detach()
+        slot = self._act_slots[name]
+        if x.dtype in (torch.float16, torch.bfloat16):
+            self._sentinel.add(slot, x.sum(dtype=torch.float32))
+        else:
+            self._sentinel.add(slot, x.sum())
+        capture = self._capture
+        if capture is None:
+            return
+        if "activations" in self.signals:
+            ud = self._unit_dims.get(name)
+            if (
+                ud is not None
+                and x.dim() > ud
+                and x.shape[ud] != (self._shapes[name] or [0, 0])[ud]
+            ):
+                ud = None  # the unit count changed: statistics only
+            parts = st.tensor_stats(x, unit_dim=ud, hist=self._hist_for(name, "activation"))
+            units = x.shape[ud] if ud is not None else 0
+            capture.add((name, "activation"), parts, self._capture_hist, units)
+        if "gradients" in self.signals and live.requires_grad:
+            live.register_hook(partial(self._on_output_grad, name))
+
+    def _on_output_grad(self, name: str, grad: torch.Tensor) -> None:
+        capture = self._capture
+        if capture is None or grad is None:
+            return
+        parts = st.tensor_stats(grad, hist=self._hist_for(name, "gradient"))
+        capture.add((name, "gradient"), parts, self._capture_hist, 0)
+
+    def _after_backward(self) -> None:
+        """Runs once when a backward pass through the watched model completes."""
+        self._callback_pending = False
+        if self.closed:
+            return
+        self._backward_done = True
+        slots, grads = [], []
+        base = len(self.modules)
+        for j, (_, p) in enumerate(self.params):
+            if p.grad is not None:
+                slots.append(base + j)
+                grads.append(p.grad.detach())
+        if grads:
+            self._sentinel.add_many(slots, torch._foreach_norm(grads))
+        self._sentinel.commit(self._counter)
+        if self._capture is not None and "gradients" in self.signals:
+            for slot, g in zip(slots, grads, strict=True):
+                name = self.params[slot - base][0]
+                # .grad accumulates: the last backward of the step has the step's total
+                self._pgrad_parts[slot - base] = st.tensor_stats(
+                    g, hist=self._hist_for(name, "gradient")
+                )
+
+    # --------------------------------------------------------------- records
+    def _hist_for(self, layer: str, signal: str) -> st.HistState | None:
+        if not self._capture_hist:
+            return None
+        key = (layer, signal)
+        h = self._hist.get(key)
+        if h is None:
+            h = self._hist[key] = st.HistState(self.bins, st.HIST_PADDING[signal])
+        return h
+
+    def _record_capture(self, capture: st.StepCapture) -> None:
+        extra: list[torch.Tensor] = []
+        for j, parts in self._pgrad_parts.items():
+            capture.add((self.params[j][0], "gradient"), parts, self._capture_hist, 0)
+        self._pgrad_parts = {}
+        init_dist = None
+        if self._watch_weights:
+            with torch.no_grad():
+                current = [p.detach() for _, p in self.params]
+                updates = torch._foreach_sub(current, self._prev)
+                init_dist = torch.stack(
+                    [
+                        t.float()
+                        for t in torch._foreach_norm(torch._foreach_sub(current, self._init))
+                    ]
+                )
+                for (name, _), w, d in zip(self.params, current, updates, strict=True):
+                    capture.add(
+                        (name, "weight"),
+                        st.tensor_stats(w, hist=self._hist_for(name, "weight")),
+                        self._capture_hist,
+                        0,
+                    )
+                    capture.add((name, "update"), st.tensor_stats(d), False, 0)
+            extra.append(init_dist.to(self.device))
+        extra.append(self._sentinel.first_bad.double())
+        entries, flat, extras = capture.to_host(extra)
+        self.captures += 1
+        results = st.combine(entries, flat)  # keyed by (layer, signal)
+        init_values = extras[0] if self._watch_weights else None
+        self._emit(results, init_values)
+        self._report_nonfinite(first_bad=extras[-1])
+
+    def _emit(self, results: dict, init_values: np.ndarray | None) -> None:
+        step = self._tag
+        stats_rows, hist_rows, unit_rows = [], [], []
+        param_index = {n: j for j, (n, _) in enumerate(self.params)}
+        weight_norms = {
+            layer: float(res.stats[2]) ** 0.5
+            for (layer, signal), res in results.items()
+            if signal == "weight"
+        }
+        for (layer, signal), res in results.items():
+            s = st.summarize(res.stats)
+            rel = None
+            if signal == "weight" and init_values is not None:
+                j = param_index[layer]
+                rel = float(init_values[j]) / self._init_norm[j] if self._init_norm[j] else None
+            elif signal == "update":
+                wn = weight_norms.get(layer)
+                rel = s["norm"] / wn if wn else None
+            stats_rows.append(
+                (
+                    step,
+                    layer,
+                    signal,
+                    s["count"],
+                    s["mean"],
+                    s["std"],
+                    s["min"],
+                    s["max"],
+                    s["zero_frac"],
+                    s["nonfinite"],
+                    s["norm"],
+                    rel,
+                )
+            )
+            if res.hist is not None:
+                counts = res.hist.astype("<i8")
+                lo, hi = res.hist_range
+                hist_rows.append(
+                    (
+                        step,
+                        layer,
+                        signal,
+                        lo,
+                        hi,
+                        counts[1:-1].tobytes(),
+                        int(counts[0]),
+                        int(counts[-1]),
+                        s["nonfinite"],
+                    )
+                )
+            if res.unit_nonzero is not None and res.unit_count > 0:
+                zero_frac = 1.0 - res.unit_nonzero / res.unit_count
+                mean = res.unit_sum / res.unit_count
+                unit_rows.append((step, layer, "zero_frac", zero_frac.astype("<f4").tobytes()))
+                unit_rows.append((step, layer, "mean", mean.astype("<f4").tobytes()))
+        if stats_rows:
+            self._sink.insert("layer_stats", stats_rows)
+        if hist_rows:
+            self._sink.insert("histograms", hist_rows)
+        if unit_rows:
+            self._sink.insert("unit_stats", unit_rows)
+
+    def _report_nonfinite(self, first_bad: np.ndarray | None = None, force: bool = False) -> None:
+        """Write an event for each slot whose first non-finite step is newly known."""
+        if first_bad is None:
+            if not force:
+                return
+            first_bad = self._sentinel.first_bad.cpu().numpy()
+        rows = []
+        for slot in np.flatnonzero(first_bad >= 0):
+            slot = int(slot)
+            if slot in self._sentinel.reported:
+                continue
+            self._sentinel.reported.add(slot)
+            counter = int(first_bad[slot])
+            step = self._counter_tags.get(counter, self._tag)
+            layer, signal = self._sent_names[slot]
+            order = self._exec_order.get(layer, len(self._exec_order) + slot)
+            detail = {"order": order, "rank": 0, "source": "sentinel"}
+            rows.append(("nonfinite", layer, signal, step, _json(detail)))
+        if rows:
+            self._sink.insert("events", rows)
+        # tags of counters already folded into first_bad are no longer needed
+        keep_from = self._counter - 1
+        for c in [c for c in self._counter_tags if c < keep_from]:
+            del self._counter_tags[c]
+
+    # ------------------------------------------------------------------- meta
+    def _write_config(self) -> None:
+        self._sink.set_meta(
+            "probe",
+            {
+                "every": self.every,
+                "hist_every": self.hist_every,
+                "bins": self.bins,
+                "signals": list(self.signals),
+                "layers": [n for n, _ in self.modules],
+                "params": [
+                    {"name": n, "shape": list(p.shape), "requires_grad": p.requires_grad}
+                    for n, p in self.params
+                ],
+                "compiled": self.compiled,
+                "notes": self.notes,
+                "device": str(self.device),
+                "started": time.time(),
+            },
+        )
+
+    def _write_summary(self, force: bool = False) -> None:
+        if self._summary_written or (not force and not self._shapes):
+            return
+        model = self._model_ref()
+        if model is None:
+            return
+        root = model._orig_mod if self.compiled else model
+        self._sink.set_meta(
+            "model",
+            {
+                "type": type(root).__name__,
+                "params": sum(p.numel() for _, p in self.params),
+                "trainable": sum(p.numel() for _, p in self.params if p.requires_grad),
+                "modules": model_summary(
+                    root,
+                    self._shapes,
+                    {n for n, _ in self.modules},
+                    self._module_notes,
+                ),
+                "forward_order": sorted(self._exec_order, key=self._exec_order.__getitem__),
+            },
+        )
+        self._summary_written = bool(self._shapes) or force
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, separators=(",", ":"))

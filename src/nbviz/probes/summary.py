@@ -1,0 +1,41 @@
+"""The model summary kept in a run's meta: module tree, types, parameter counts, shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+from nbviz.probes.select import named_modules
+
+
+def model_summary(
+    model: nn.Module,
+    shapes: dict[str, list[int]],
+    selected: set[str],
+    notes: dict[str, str],
+) -> list[dict[str, Any]]:
+    """One row per module in ``named_modules`` order (the declaration order).
+
+    ``params`` counts the module's parameters including its children's;
+    ``own_params`` only those it holds itself.
+    """
+    rows = []
+    for name, module in named_modules(model):
+        own = sum(p.numel() for p in module.parameters(recurse=False))
+        total = sum(p.numel() for p in module.parameters())
+        trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
+        rows.append(
+            {
+                "name": name,
+                "type": type(module).__name__,
+                "depth": name.count(".") + 1,
+                "params": total,
+                "own_params": own,
+                "trainable": trainable,
+                "shape": shapes.get(name),
+                "watched": name in selected,
+                "note": notes.get(name, ""),
+            }
+        )
+    return rows

@@ -1,0 +1,415 @@
+"""Run: one training run on disk, written by the loop and read by the views.
+
+``Run(path)`` creates the run directory (or opens it and appends), ``watch``
+attaches probes, ``log*`` record what the loop knows, and every reading method
+of :class:`RunView` works on it. ``open_run(path)`` gives a read-only view that
+follows a run another process is still writing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from nbviz import records as rec
+from nbviz.store import Reader, Writer, to_blob
+
+if TYPE_CHECKING:  # torch is only needed to watch or evaluate a model
+    from torch import nn
+
+    from nbviz.probes.probe import Probe
+
+#: Largest class count whose full probability rows are kept (for top-k views).
+MAX_STORED_CLASSES = 1000
+
+
+class RunView(Reader):
+    """The reading side of a run: frames and arrays from the run store.
+
+    Everything here works without torch and while another process writes.
+    """
+
+    @property
+    def path(self) -> Path:
+        return self.run_dir
+
+    @property
+    def name(self) -> str:
+        return self.meta("name") or self.run_dir.name
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return dict(self.meta("config") or {})
+
+    @property
+    def class_names(self) -> list[str] | None:
+        names = self.meta("class_names")
+        return list(names) if names is not None else None
+
+    def layers(self) -> pd.DataFrame:
+        """The model summary: name, type, params, shape, watched (one row per module)."""
+        model = self.meta("model") or {}
+        rows = model.get("modules", [])
+        columns = ["name", "type", "depth", "params", "own_params", "trainable", "shape"]
+        columns += ["watched", "note"]
+        frame = pd.DataFrame(rows, columns=columns)
+        return frame
+
+    def diagnose(self) -> pd.DataFrame:
+        """Findings about this run: what is broken, where, and since when."""
+        from nbviz.analysis.diagnose import diagnose
+
+        return diagnose(self)
+
+    def __repr__(self) -> str:
+        return f"<nbviz run {self.name!r} at {self.run_dir}>"
+
+
+def open_run(path: str | Path) -> RunView:
+    """Open a run read-only; it follows a run that another process is writing."""
+    return RunView(path)
+
+
+class Run(RunView):
+    """A run being recorded: create it, or open an existing one and append.
+
+    Parameters
+    ----------
+    path:
+        The run directory (created if missing).
+    config:
+        Hyperparameters and anything else that describes the run; shown beside
+        its metrics in ``RunsTable``. Merged into what an existing run holds.
+    name:
+        A display name (default: the directory name).
+    class_names:
+        Names of the classes, index = label.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        config: Mapping[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        class_names: Sequence[str] | None = None,
+    ) -> None:
+        path = Path(path)
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(f"Run: {path} exists and is not a directory")
+        self._writer = Writer(path)
+        super().__init__(path)
+        self._probes: list[Probe] = []
+        self._last_step: dict[str, int] = {
+            name: int(step)
+            for name, step in self._q("SELECT name, max(step) FROM scalars GROUP BY name")
+        }
+        self._class_names: list[str] | None = self.class_names
+        if config is not None:
+            if not isinstance(config, Mapping):
+                raise TypeError(f"Run: config must be a mapping, got {type(config).__name__}")
+            merged = {**self.config, **_jsonable(dict(config), "config")}
+            self._writer.set_meta("config", merged)
+        if name is not None:
+            self._writer.set_meta("name", str(name))
+        if class_names is not None:
+            self._set_class_names(class_names)
+        try:
+            import torch
+
+            self._writer.set_meta("torch_version", torch.__version__)
+        except ImportError:  # pragma: no cover - reading-only installs
+            pass
+        self._writer.flush()
+
+    # ------------------------------------------------------------------ probes
+    def watch(self, model: nn.Module, **options: Any) -> Probe:
+        """Attach a probe to ``model`` (see :class:`nbviz.Probe` for the options).
+
+        The probe is also a context manager; ``run.close()`` closes it.
+        """
+        from nbviz.probes.probe import Probe
+
+        if "first_step" not in options:
+            options["first_step"] = max(self._last_step.values(), default=-1) + 1
+        probe = Probe(self._writer, model, on_close=self._forget_probe, **options)
+        self._probes.append(probe)
+        return probe
+
+    def _forget_probe(self, probe: Probe) -> None:
+        if probe in self._probes:
+            self._probes.remove(probe)
+
+    # ------------------------------------------------------------------ scalars
+    def log(
+        self,
+        step: int,
+        values: Mapping[str, Any] | None = None,
+        /,
+        *,
+        overwrite: bool = False,
+        **scalars: Any,
+    ) -> None:
+        """Record scalars at ``step``: ``run.log(step, train_loss=loss, lr=lr)``.
+
+        Values may be numbers or 0-d tensors; NaN and inf are stored as they are.
+        A step at or before one already logged for the same name is an error unless
+        ``overwrite=True``. Call it once the step's ``optimizer.step()`` is done: it
+        also names the step that the probes just recorded.
+        """
+        step = rec.check_step(step, "log")
+        items = dict(values or {})
+        items.update(scalars)
+        if not items:
+            raise ValueError("log: no values given; use run.log(step, name=value, ...)")
+        now = time.time()
+        rows = []
+        for key, value in items.items():
+            if not isinstance(key, str) or not key:
+                raise TypeError(f"log: scalar names must be non-empty strings, got {key!r}")
+            v = rec.scalar_value(key, value)
+            last = self._last_step.get(key)
+            if last is not None and step <= last and not overwrite:
+                raise ValueError(
+                    f"log: {key!r} was already logged at step {last}; step {step} does not come "
+                    "after it (pass overwrite=True to replace recorded values)"
+                )
+            rows.append((key, step, v, now))
+        for key, *_ in rows:
+            self._last_step[key] = max(step, self._last_step.get(key, step))
+        self._writer.insert("scalars", rows)
+        for probe in self._probes:
+            probe._on_log(step)
+
+    # ------------------------------------------------------------------ classes
+    def _set_class_names(self, class_names: Sequence[str]) -> None:
+        if isinstance(class_names, str) or not isinstance(class_names, Iterable):
+            raise TypeError(f"class_names must be a list of strings, got {class_names!r}")
+        names = [str(c) for c in class_names]
+        if self._class_names is not None and names != self._class_names:
+            if len(names) < len(self._class_names):
+                raise ValueError(
+                    f"class_names: the run already has {len(self._class_names)} classes; "
+                    f"got {len(names)}"
+                )
+        self._class_names = names
+        self._writer.set_meta("class_names", names)
+
+    def _n_classes(self) -> int | None:
+        return len(self._class_names) if self._class_names is not None else None
+
+    # -------------------------------------------------------------- predictions
+    def log_predictions(
+        self,
+        step: int,
+        logits_or_preds: Any,
+        labels: Any,
+        ids: Any = None,
+        split: str = "val",
+        *,
+        loss: Any = None,
+    ) -> None:
+        """Record one evaluation's predictions at ``step``.
+
+        ``logits_or_preds``: ``(N, classes)`` logits (softmax gives confidence and
+        cross-entropy gives the per-sample loss) or ``(N,)`` predicted classes.
+        ``ids`` default to ``0..N-1`` in the order given (as in ``log_samples``);
+        ``loss`` overrides the per-sample loss.
+        """
+        what = "log_predictions"
+        step = rec.check_step(step, what)
+        split = _check_split(split, what)
+        arr = rec.to_numpy(logits_or_preds, f"{what}: logits_or_preds")
+        n = arr.shape[0] if arr.ndim else 0
+        y = rec.to_numpy(labels, f"{what}: labels").reshape(-1)
+        if y.shape[0] != n:
+            raise ValueError(f"{what}: labels has {y.shape[0]} items but logits has {n} rows")
+        y = rec.check_labels(y, n, self._n_classes(), what)
+        pred, per_loss, confidence, probs = rec.predictions_from(arr, y, what)
+        if (
+            probs is not None
+            and self._n_classes() is not None
+            and probs.shape[1] != self._n_classes()
+        ):
+            raise ValueError(
+                f"{what}: logits have {probs.shape[1]} classes but the run has "
+                f"{self._n_classes()} class names"
+            )
+        if loss is not None:
+            per_loss = rec.to_numpy(loss, f"{what}: loss").reshape(-1).astype(np.float64)
+            if per_loss.shape[0] != n:
+                raise ValueError(f"{what}: loss has {per_loss.shape[0]} items but there are {n}")
+        ids_arr = rec.check_ids(ids, n, what)
+        rows = [
+            (split, step, int(i), int(t), int(p), float(lo), float(c))
+            for i, t, p, lo, c in zip(ids_arr, y, pred, per_loss, confidence, strict=True)
+        ]
+        self._writer.insert("predictions", rows)
+        if probs is not None and probs.shape[1] <= MAX_STORED_CLASSES:
+            pblob, pdtype, pshape = to_blob(probs.astype(np.float16))
+            self._writer.insert(
+                "probabilities",
+                [(split, step, ids_arr.astype("<i8").tobytes(), pblob, pdtype, pshape)],
+            )
+
+    def log_embeddings(
+        self,
+        step: int,
+        features: Any,
+        ids: Any = None,
+        split: str = "val",
+        layer: str | None = None,
+        *,
+        kind: str = "embedding",
+    ) -> None:
+        """Record an ``(N, D)`` matrix of per-sample features at ``step`` (for the projector)."""
+        what = "log_embeddings"
+        step = rec.check_step(step, what)
+        split = _check_split(split, what)
+        mat = rec.to_numpy(features, f"{what}: features")
+        if mat.ndim == 1:
+            mat = mat.reshape(-1, 1)
+        if mat.ndim > 2:
+            mat = mat.reshape(mat.shape[0], -1)
+        if mat.dtype.kind not in "fiub":
+            raise TypeError(f"{what}: features must be numeric, got dtype {mat.dtype}")
+        mat = np.ascontiguousarray(mat, dtype=np.float32)
+        ids_arr = rec.check_ids(ids, mat.shape[0], what)
+        if kind not in ("embedding", "units"):
+            raise ValueError(f"{what}: kind must be 'embedding' or 'units', got {kind!r}")
+        blob, dtype, shape = to_blob(mat)
+        layer = layer or "embedding"
+        self._writer.insert(
+            "embeddings",
+            [(split, layer, kind, step, ids_arr.astype("<i8").tobytes(), blob, dtype, shape)],
+        )
+
+    def log_samples(
+        self,
+        data: Any,
+        labels: Any = None,
+        ids: Any = None,
+        split: str = "val",
+        class_names: Sequence[str] | None = None,
+        *,
+        kind: str | None = None,
+    ) -> None:
+        """Record the samples behind the ids: images (stored as PNG thumbnails), text or rows.
+
+        ``data``: ``(N, H, W)``, ``(N, H, W, C)`` or ``(N, C, H, W)`` images, a list of
+        strings, or ``(N, D)`` tabular rows (``kind`` overrides the guess).
+        """
+        what = "log_samples"
+        split = _check_split(split, what)
+        if class_names is not None:
+            self._set_class_names(class_names)
+        rows, n = rec.sample_rows(data, None, kind, what)
+        y = rec.check_labels(labels, n, self._n_classes(), what) if labels is not None else None
+        ids_arr = rec.check_ids(ids, n, what)
+        out = []
+        for i, (k, payload, dtype, shape, text) in enumerate(rows):
+            label = int(y[i]) if y is not None else None
+            out.append((split, int(ids_arr[i]), label, k, payload, dtype, shape, text))
+        self._writer.insert("samples", out)
+
+    # ---------------------------------------------------------------- evaluate
+    def evaluate(
+        self,
+        step: int,
+        model: nn.Module,
+        loader: Iterable[Any],
+        split: str = "val",
+        embed_layer: str | nn.Module | None = None,
+        units_layer: str | nn.Module | None = None,
+        *,
+        samples: bool = True,
+        max_samples: int = 20_000,
+        log_scalars: bool = True,
+    ) -> dict[str, float]:
+        """One pass over ``loader``: predictions, per-sample losses, embeddings, samples.
+
+        The loader yields ``(inputs, labels)`` or ``(inputs, labels, ids)``; without ids
+        samples are numbered in loader order (so don't shuffle it). Embeddings come
+        from ``embed_layer`` (default: the input of the last ``nn.Linear``); per-unit
+        activation summaries from ``units_layer`` (default: the embedding layer).
+        Samples are logged on the first evaluation of a split. Logs ``{split}_loss``
+        and ``{split}_accuracy`` at ``step`` and returns them.
+        """
+        from nbviz.probes.evaluate import run_evaluation
+
+        step = rec.check_step(step, "evaluate")
+        split = _check_split(split, "evaluate")
+        result = run_evaluation(model, loader, embed_layer, units_layer, max_samples)
+        ids = result.ids if result.ids is not None else np.arange(len(result.labels))
+        self.log_predictions(step, result.logits, result.labels, ids=ids, split=split)
+        if result.embeddings is not None:
+            self.log_embeddings(
+                step, result.embeddings, ids=ids, split=split, layer=result.embed_name
+            )
+        if result.units is not None:
+            self.log_embeddings(
+                step, result.units, ids=ids, split=split, layer=result.units_name, kind="units"
+            )
+        if samples and result.inputs is not None:
+            self._writer.flush()
+            if not len(self.sample_ids(split)):
+                n = len(result.inputs)
+                self.log_samples(result.inputs, result.labels[:n], ids=ids[:n], split=split)
+        pred = np.asarray(result.logits).argmax(axis=1)
+        metrics = {
+            f"{split}_loss": float(np.mean(result.losses)),
+            f"{split}_accuracy": float(np.mean(pred == result.labels)),
+        }
+        if log_scalars:
+            self.log(step, overwrite=True, **metrics)
+        return metrics
+
+    # --------------------------------------------------------------- lifecycle
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until everything logged so far is committed to disk."""
+        for probe in list(self._probes):
+            probe.flush()
+        self._writer.flush(timeout)
+
+    def close(self) -> None:
+        """Close every probe (hooks removed) and commit everything. Idempotent."""
+        try:
+            for probe in list(self._probes):
+                probe.close()
+        finally:
+            if not self._writer.closed:
+                self._writer.close()
+            super().close()
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_split(split: Any, what: str) -> str:
+    if not isinstance(split, str) or not split:
+        raise TypeError(f"{what}: split must be a non-empty string, got {split!r}")
+    return split
+
+
+def _jsonable(value: dict[str, Any], what: str) -> dict[str, Any]:
+    try:
+        return json.loads(json.dumps(value, default=_json_default))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what}: values must be JSON-serialisable ({exc})") from exc
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    return repr(value)

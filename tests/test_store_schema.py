@@ -1,0 +1,160 @@
+"""Run directories, connections and schema versions."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from nbviz.store import DB_NAME, SCHEMA_VERSION, Reader, SchemaError, Writer, create_or_open, schema
+
+
+def _set_version(run: Path, version: int) -> None:
+    conn = sqlite3.connect(run / DB_NAME)
+    with conn:
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'", (json.dumps(version),)
+        )
+    conn.close()
+
+
+def _stored_version(run: Path) -> int:
+    conn = sqlite3.connect(run / DB_NAME)
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    finally:
+        conn.close()
+    return json.loads(row[0])
+
+
+def test_create_makes_the_directory_database_and_schema(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "exp1"
+    conn = create_or_open(run)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    conn.close()
+    assert (run / DB_NAME).is_file()
+    assert tables == set(schema.TABLES)
+    assert _stored_version(run) == SCHEMA_VERSION
+
+
+def test_database_is_in_wal_mode_with_normal_sync_and_a_busy_timeout(tmp_path: Path) -> None:
+    conn = create_or_open(tmp_path / "run")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] > 0
+    conn.close()
+
+
+def test_reopening_keeps_data_and_version(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    with Writer(run) as w:
+        w.set_meta("config", {"lr": 0.1})
+    create_or_open(run).close()
+    with Reader(run) as r:
+        assert r.meta("config") == {"lr": 0.1}
+        assert r.meta("schema_version") == SCHEMA_VERSION
+
+
+def test_readonly_connection_cannot_write(tmp_path: Path) -> None:
+    create_or_open(tmp_path / "run").close()
+    conn = schema.connect(tmp_path / "run", readonly=True)
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        conn.execute("INSERT INTO meta VALUES ('a', '1')")
+    conn.close()
+
+
+def test_a_directory_without_a_database_opened_readonly_names_the_path(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="empty"):
+        Reader(tmp_path / "empty")
+    with pytest.raises(FileNotFoundError, match=DB_NAME):
+        schema.connect(tmp_path / "empty", readonly=True)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        Reader(tmp_path / "missing")
+    assert not (tmp_path / "empty" / DB_NAME).exists()
+
+
+def test_a_newer_schema_says_to_upgrade_nbviz(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    create_or_open(run).close()
+    _set_version(run, SCHEMA_VERSION + 1)
+    message = (
+        f"run at .*run was written with schema {SCHEMA_VERSION + 1} but this nbviz "
+        f"reads up to {SCHEMA_VERSION}: upgrade nbviz"
+    )
+    with pytest.raises(SchemaError, match=message):
+        create_or_open(run)
+    with pytest.raises(SchemaError, match=message):
+        Writer(run)
+    with pytest.raises(SchemaError, match=message):
+        Reader(run)
+
+
+def test_an_older_schema_without_a_migration_names_both_versions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    create_or_open(run).close()
+    _set_version(run, SCHEMA_VERSION - 1)
+    monkeypatch.setattr(schema, "MIGRATIONS", {})
+    with pytest.raises(
+        SchemaError,
+        match=f"written with schema {SCHEMA_VERSION - 1} and this nbviz reads schema "
+        f"{SCHEMA_VERSION}, but it has no migration .*: open the run with the nbviz release",
+    ):
+        create_or_open(run)
+    assert _stored_version(run) == SCHEMA_VERSION - 1
+
+
+def test_an_older_schema_is_migrated_by_the_registered_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    create_or_open(run).close()
+    _set_version(run, SCHEMA_VERSION - 1)
+    applied: list[int] = []
+
+    def step(conn: sqlite3.Connection) -> None:
+        applied.append(1)
+        conn.execute("INSERT INTO meta VALUES ('migrated', 'true')")
+
+    monkeypatch.setitem(schema.MIGRATIONS, SCHEMA_VERSION - 1, step)
+    with pytest.raises(SchemaError, match="open it once for writing"):
+        Reader(run)  # a reader never changes a run
+    create_or_open(run).close()
+    assert applied == [1]
+    assert _stored_version(run) == SCHEMA_VERSION
+    with Reader(run) as r:
+        assert r.meta("migrated") is True
+
+
+def test_a_failed_migration_leaves_the_run_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    create_or_open(run).close()
+    _set_version(run, SCHEMA_VERSION - 1)
+
+    def broken(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO meta VALUES ('half', 'true')")
+        raise RuntimeError("step failed")
+
+    monkeypatch.setitem(schema.MIGRATIONS, SCHEMA_VERSION - 1, broken)
+    with pytest.raises(RuntimeError, match="step failed"):
+        create_or_open(run)
+    assert _stored_version(run) == SCHEMA_VERSION - 1
+    conn = sqlite3.connect(run / DB_NAME)
+    assert conn.execute("SELECT count(*) FROM meta WHERE key = 'half'").fetchone()[0] == 0
+    conn.close()
+
+
+def test_a_foreign_sqlite_file_is_not_taken_for_a_run(tmp_path: Path) -> None:
+    run = tmp_path / "other"
+    run.mkdir()
+    conn = sqlite3.connect(run / DB_NAME)
+    conn.execute("CREATE TABLE t(x)")
+    conn.close()
+    with pytest.raises(SchemaError, match="is not an nbviz run"):
+        create_or_open(run)
