@@ -128,6 +128,14 @@ class Run(RunView):
             pass
         self._writer.flush()
 
+    # ----------------------------------------------------------------- reading
+    def _conn(self) -> Any:
+        # a run reads what it has logged: commit queued rows first
+        writer = getattr(self, "_writer", None)
+        if writer is not None and not writer.closed and writer.uncommitted:
+            writer.flush()
+        return super()._conn()
+
     # ------------------------------------------------------------------ probes
     def watch(self, model: nn.Module, **options: Any) -> Probe:
         """Attach a probe to ``model`` (see :class:`nbviz.Probe` for the options).

@@ -342,6 +342,11 @@ class Writer:
         """Rows queued and not yet written (at most ``max_pending``, or one oversized batch)."""
         return self._state.pending_rows
 
+    @property
+    def uncommitted(self) -> bool:
+        """Whether anything queued is not committed yet (a read would not see it)."""
+        return self._state.committed < self._state.enqueued
+
     def _raise_pending(self) -> None:
         state = self._state
         with state.cond:

@@ -1,0 +1,69 @@
+"""The ``nbviz`` command: ``nbviz demo | info RUN | report RUN``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from nbviz.demo import record_demo
+
+    path = record_demo(args.out, epochs=args.epochs, verbose=True)
+    print(f"run written to {path}")
+    print(f"open it in a notebook: run = nbviz.open_run({str(path)!r}); nbviz.Dashboard(run)")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    from nbviz.run import open_run
+    from nbviz.summary_text import run_summary
+
+    with open_run(args.run) as run:
+        print(run_summary(run, findings=not args.no_findings))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    try:
+        from nbviz.report import write_report
+    except ImportError:
+        print("nbviz report: this installation has no report writer", file=sys.stderr)
+        return 2
+    path = write_report(args.run, args.output)
+    print(f"report written to {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nbviz", description="Look inside a neural network while it trains."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="train a small CNN on the bundled digits, with probes")
+    demo.add_argument("--out", default="runs/demo", help="run directory (default: runs/demo)")
+    demo.add_argument("--epochs", type=int, default=8, help="training epochs (default: 8)")
+    demo.set_defaults(func=_demo)
+    info = sub.add_parser("info", help="print a readable summary of a run and its findings")
+    info.add_argument("run", help="run directory")
+    info.add_argument("--no-findings", action="store_true", help="skip the diagnosis")
+    info.set_defaults(func=_info)
+    report = sub.add_parser("report", help="write a self-contained offline HTML report")
+    report.add_argument("run", help="run directory")
+    report.add_argument("-o", "--output", default=None, help="output file (default: RUN/report.html)")
+    report.set_defaults(func=_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"nbviz {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

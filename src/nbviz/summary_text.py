@@ -1,0 +1,71 @@
+"""A readable plain-text summary of a run, for ``nbviz info`` and a terminal."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+from nbviz.run import RunView
+
+
+def _fmt(value: float) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "nan"
+    if abs(value) >= 1e4 or (value != 0 and abs(value) < 1e-3):
+        return f"{value:.3e}"
+    return f"{value:.4g}"
+
+
+def run_summary(run: RunView, findings: bool = True) -> str:
+    """What the run holds: model, config, scalars, probe captures, evaluations, findings."""
+    lines = [f"nbviz run: {run.name}  ({run.path})"]
+    created = run.meta("created")
+    if created:
+        when = datetime.fromtimestamp(float(created), tz=timezone.utc)
+        lines.append(f"created: {when:%Y-%m-%d %H:%M:%S} UTC")
+    config = run.config
+    if config:
+        lines.append("config: " + ", ".join(f"{k}={v}" for k, v in config.items()))
+    model = run.meta("model") or {}
+    if model:
+        watched = sum(1 for m in model.get("modules", []) if m.get("watched"))
+        lines.append(
+            f"model: {model.get('type', '?')}, {model.get('params', 0):,} parameters "
+            f"({model.get('trainable', 0):,} trainable), {watched} modules watched"
+        )
+    probe = run.meta("probe") or {}
+    for note in probe.get("notes", []):
+        lines.append(f"  note: {note}")
+    scalars = run.scalars()
+    if len(scalars):
+        lines.append("scalars (last / min / max over steps):")
+        for name, group in scalars.groupby("name", sort=True):
+            v = group["value"]
+            lines.append(
+                f"  {name:<20} {len(group):>7} steps  last {_fmt(v.iloc[-1])}  "
+                f"min {_fmt(v.min())}  max {_fmt(v.max())}  (steps {group['step'].min()}.."
+                f"{group['step'].max()})"
+            )
+    else:
+        lines.append("scalars: none logged")
+    for signal in ("activation", "gradient", "weight"):
+        steps = run.steps(signal)
+        if len(steps):
+            lines.append(
+                f"{signal} captures: {len(steps)} (steps {steps[0]}..{steps[-1]}), "
+                f"{len(run.recorded_layers(signal))} layers"
+            )
+    for split in run.splits():
+        steps = run.prediction_steps(split)
+        last = run.predictions(split=split)
+        acc = float((last["label"] == last["pred"]).mean()) if len(last) else float("nan")
+        lines.append(
+            f"evaluations ({split}): {len(steps)}, last at step {steps[-1]} on {len(last)} "
+            f"samples, accuracy {_fmt(acc)}"
+        )
+    if findings:
+        from nbviz.analysis.diagnose import format_findings
+
+        lines.append("")
+        lines.append(format_findings(run.diagnose()))
+    return "\n".join(lines)

@@ -1,0 +1,25 @@
+"""Shared fixtures: real runs recorded by real torch models into real SQLite files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def demo_run_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The digits demo, shortened: 3 epochs with a probe and an evaluation each."""
+    from nbviz.demo import record_demo
+
+    return record_demo(tmp_path_factory.mktemp("demo") / "run", epochs=3, every=5)
+
+
+@pytest.fixture()
+def demo_run(demo_run_path: Path):
+    """A read-only view of the demo run (fresh per test)."""
+    import nbviz
+
+    run = nbviz.open_run(demo_run_path)
+    yield run
+    run.close()

@@ -1,0 +1,518 @@
+"""Probes record training without changing it, and clean up after themselves."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import nbviz
+
+# --------------------------------------------------------------------------- models
+
+
+class TupleOut(nn.Module):
+    """Returns (features, aux-dict) like many research models."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Linear(12, 16)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        return self.head(h), {"hidden": h, "mask": h > 0}
+
+
+@dataclasses.dataclass
+class Output:
+    logits: torch.Tensor
+    index: torch.Tensor
+
+
+class DataclassHead(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x):
+        y = self.fc(x)
+        return Output(y, y.argmax(dim=1))
+
+
+class SharedTwice(nn.Module):
+    """One Linear applied twice per forward (weight sharing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = nn.Linear(12, 16)
+        self.shared = nn.Linear(16, 16)
+        self.act = nn.Tanh()
+        self.out = nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = self.act(self.inp(x))
+        h = self.act(self.shared(h))
+        h = self.act(self.shared(h))
+        return self.out(h)
+
+
+class LSTMClassifier(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(12, 16, batch_first=True)
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x):
+        seq = x.reshape(x.shape[0], 3, 4).repeat(1, 1, 3)
+        out, (h, c) = self.lstm(seq)
+        return self.fc(out[:, -1])
+
+
+class TransformerClassifier(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(4, 16)
+        self.enc = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, dropout=0.1, batch_first=True)
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = self.proj(x.reshape(x.shape[0], 3, 4))
+        return self.fc(self.enc(h).mean(dim=1))
+
+
+class DictOut(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.trunk = nn.Sequential(nn.Linear(12, 16), nn.ReLU())
+        self.heads = nn.ModuleDict({"a": nn.Linear(16, 5), "b": nn.Linear(16, 2)})
+        self.none_module = NoneModule()
+
+    def forward(self, x):
+        h = self.trunk(x)
+        self.none_module(h)
+        return {"a": self.heads["a"](h), "b": self.heads["b"](h)}
+
+
+class NoneModule(nn.Module):
+    def forward(self, x):
+        return None
+
+
+def bn_cnn() -> nn.Module:
+    return nn.Sequential(
+        nn.Unflatten(1, (1, 3, 4)),
+        nn.Conv2d(1, 6, 3, padding=1),
+        nn.BatchNorm2d(6),
+        nn.ReLU(),
+        nn.Dropout(0.3),
+        nn.Flatten(),
+        nn.Linear(72, 5),
+    )
+
+
+def mlp() -> nn.Module:
+    return nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 5))
+
+
+MODELS = {
+    "mlp": mlp,
+    "cnn_batchnorm_dropout": bn_cnn,
+    "tuple_output": TupleOut,
+    "dict_output_and_none": DictOut,
+    "dataclass_output": lambda: nn.Sequential(nn.Linear(12, 16), nn.ReLU(), DataclassHead()),
+    "shared_module": SharedTwice,
+    "lstm": LSTMClassifier,
+    "transformer": TransformerClassifier,
+}
+
+
+def logits_of(out):
+    if isinstance(out, tuple):
+        return out[0]
+    if isinstance(out, dict):
+        return out["a"] + out["b"].sum(dim=1, keepdim=True)
+    if isinstance(out, Output):
+        return out.logits
+    return out
+
+
+def batches(n_steps: int, seed: int = 0, batch: int = 8):
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(n_steps):
+        yield torch.randn(batch, 12, generator=g), torch.randint(0, 5, (batch,), generator=g)
+
+
+def train(model, n_steps, run=None, seed=0, **watch):
+    """Train ``model`` for ``n_steps``; returns per-step outputs and parameter gradients."""
+    probe = run.watch(model, **watch) if run is not None else None
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    outputs, grads = [], []
+    for step, (x, y) in enumerate(batches(n_steps, seed)):
+        torch.manual_seed(1000 + step)  # dropout masks identical with and without a probe
+        opt.zero_grad()
+        out = logits_of(model(x))
+        loss = nn.functional.cross_entropy(out, y)
+        loss.backward()
+        outputs.append(out.detach().clone())
+        grads.append([p.grad.detach().clone() for p in model.parameters() if p.grad is not None])
+        opt.step()
+        if run is not None:
+            run.log(step, train_loss=loss)
+    if probe is not None:
+        probe.close()
+    return outputs, grads
+
+
+# ------------------------------------------------------------------------ behaviour
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+def test_probe_leaves_outputs_and_gradients_bitwise_equal(kind, tmp_path):
+    torch.manual_seed(0)
+    plain = MODELS[kind]()
+    watched = copy.deepcopy(plain)
+    out_a, grad_a = train(plain, 6)
+    with nbviz.Run(tmp_path / "run") as run:
+        out_b, grad_b = train(watched, 6, run, every=1)
+        recorded = run.steps("activation")
+    assert all(torch.equal(a, b) for a, b in zip(out_a, out_b, strict=True))
+    for ga, gb in zip(grad_a, grad_b, strict=True):
+        assert len(ga) == len(gb) and all(torch.equal(a, b) for a, b in zip(ga, gb, strict=True))
+    for pa, pb in zip(plain.state_dict().values(), watched.state_dict().values(), strict=True):
+        assert torch.equal(pa, pb)
+    assert list(recorded) == list(range(6))
+
+
+def _hook_count(model: nn.Module) -> int:
+    total = 0
+    for m in model.modules():
+        for attr in (
+            "_forward_hooks",
+            "_forward_pre_hooks",
+            "_backward_hooks",
+            "_backward_pre_hooks",
+            "_forward_hooks_with_kwargs",
+            "_forward_pre_hooks_with_kwargs",
+        ):
+            total += len(getattr(m, attr, {}))
+    return total
+
+
+@pytest.mark.parametrize("kind", ["mlp", "transformer", "dict_output_and_none"])
+def test_close_removes_every_hook(kind, tmp_path):
+    model = MODELS[kind]()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = _hook_count(model)
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, every=2, optimizer=opt)
+        assert _hook_count(model) > before
+        train_steps = 0
+        for x, y in batches(3):
+            opt.zero_grad()
+            nn.functional.cross_entropy(logits_of(model(x)), y).backward()
+            opt.step()
+            train_steps += 1
+        probe.close()
+        probe.close()  # idempotent
+        assert _hook_count(model) == before
+        assert len(opt._optimizer_step_post_hooks) == 0
+        # a closed probe can be replaced by a new one on the same model
+        run.watch(model).close()
+
+
+def test_with_block_closes_the_probe(tmp_path):
+    model = mlp()
+    with nbviz.Run(tmp_path / "run") as run:
+        with run.watch(model) as probe:
+            assert _hook_count(model) > 0
+        assert probe.closed and _hook_count(model) == 0
+
+
+def test_recorded_statistics_match_the_tensors(tmp_path):
+    torch.manual_seed(0)
+    model = mlp()
+    captured = {}
+    model[1].register_forward_hook(lambda m, i, o: captured.__setitem__("relu", o.detach().clone()))
+    with nbviz.Run(tmp_path / "run") as run:
+        train(model, 1, run, every=1)
+        run.flush()
+        act = run.stats("activation", layer="1", steps=0).iloc[0]
+        weight = run.stats("weight", layer="0.weight", steps=0).iloc[0]
+        edges, counts = run.histogram("1", "activation", 0)
+        _, zero_frac = run.unit_stats("1", "zero_frac")
+    x = captured["relu"].double().numpy()
+    assert act["count"] == x.size
+    assert act["mean"] == pytest.approx(x.mean(), rel=1e-5)
+    assert act["std"] == pytest.approx(x.std(), rel=1e-4)
+    assert act["min"] == pytest.approx(x.min()) and act["max"] == pytest.approx(x.max(), rel=1e-6)
+    assert act["zero_frac"] == pytest.approx((x == 0).mean())
+    assert act["norm"] == pytest.approx(np.sqrt((x**2).sum()), rel=1e-5)
+    assert act["nonfinite"] == 0
+    np.testing.assert_allclose(zero_frac[0], (x == 0).mean(axis=0), rtol=1e-6)
+    assert counts.sum() == x.size  # small tensors are binned whole
+    assert edges[0] == 0.0  # a non-negative signal's histogram starts at zero
+    # weights after the step, and their distance from the initial values
+    assert weight["count"] == 12 * 32
+    assert weight["rel"] > 0
+
+
+def test_histogram_edges_stay_fixed_and_keep_out_of_range_counts(tmp_path):
+    torch.manual_seed(0)
+    model = mlp()
+    with nbviz.Run(tmp_path / "run") as run:
+        train(model, 30, run, every=5)
+        run.flush()
+        rows = run.histogram_rows("0", "activation")
+    assert len(rows.steps) == 6
+    assert np.all(rows.lo == rows.lo[0]) and np.all(rows.hi == rows.hi[0])
+    totals = rows.counts.sum(axis=1) + rows.underflow + rows.overflow
+    assert np.all(totals == 8 * 32)
+
+
+def test_eval_passes_do_not_count_as_training_steps(tmp_path):
+    torch.manual_seed(0)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, every=1)
+        for step, (x, y) in enumerate(batches(4)):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            run.log(step, train_loss=1.0)
+            with torch.no_grad():
+                model(torch.full((64, 12), 100.0))  # would dominate the stats if recorded
+            model.eval()
+            model(torch.full((64, 12), 100.0))
+            model.train()
+        probe.close()
+        stats = run.stats("activation", layer="0")
+    assert probe.steps_seen == 4
+    assert list(stats["step"]) == [0, 1, 2, 3]
+    assert (stats["count"] == 8 * 32).all()
+    assert (stats["max"] < 50).all()
+
+
+def test_steps_follow_the_numbers_given_to_log(tmp_path):
+    torch.manual_seed(0)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(model, every=10)
+        for step, (x, y) in zip(range(100, 135), batches(35), strict=False):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            run.log(step, train_loss=1.0)
+        run.flush()
+        assert list(run.steps("activation")) == [100, 110, 120, 130]
+        assert list(run.steps("weight")) == [100, 110, 120, 130]
+
+
+def test_gradient_accumulation_counts_optimizer_steps(tmp_path):
+    torch.manual_seed(0)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, every=1, optimizer=opt)
+        data = list(batches(12))
+        for step in range(4):
+            opt.zero_grad()
+            for x, y in data[3 * step : 3 * step + 3]:  # 3 micro-batches per step
+                nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            run.log(step, train_loss=1.0)
+        probe.close()
+        act = run.stats("activation", layer="0")
+        grad = run.stats("gradient", layer="0.weight")
+    assert list(act["step"]) == [0, 1, 2, 3]
+    assert (act["count"] == 3 * 8 * 32).all()  # the three micro-batches together
+    assert list(grad["step"]) == [0, 1, 2, 3]
+
+
+def test_module_used_twice_is_aggregated_over_its_calls(tmp_path):
+    model = SharedTwice()
+    with nbviz.Run(tmp_path / "run") as run:
+        train(model, 2, run, every=1)
+        run.flush()
+        shared = run.stats("activation", layer="shared")
+        once = run.stats("activation", layer="inp")
+    assert (shared["count"] == 2 * once["count"]).all()
+
+
+def test_outputs_without_float_tensors_are_skipped_with_a_note(tmp_path):
+    with nbviz.Run(tmp_path / "run") as run:
+        train(DictOut(), 2, run, every=1)
+        run.flush()
+        layers = run.layers().set_index("name")
+        recorded = run.recorded_layers("activation")
+    assert "skipped" in layers.loc["none_module", "note"]
+    assert "none_module" not in recorded
+    assert {"heads.a", "heads.b", "trunk.0"} <= set(recorded)
+
+
+def test_nan_is_reported_at_the_exact_step_and_layer(tmp_path):
+    class Poison(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            if self.calls == 14:  # the 14th training forward: step 13
+                x = x.clone()
+                x[0, 0] = float("nan")
+            return x
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), Poison(), nn.Linear(16, 5))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(model, every=10, layers=["0", "1", "2", "3"])
+        for step, (x, y) in enumerate(batches(20)):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            run.log(step, train_loss=loss)
+        run.flush()
+        events = run.events("nonfinite")
+    activation = events[events["signal"] == "activation"]
+    first = activation.sort_values(["step", "layer"]).iloc[0]
+    assert first["step"] == 13
+    assert first["layer"] == "2"
+    origin = min(
+        activation.itertuples(), key=lambda r: (r.step, json.loads(r.detail)["order"] if isinstance(r.detail, str) else r.detail["order"])
+    )
+    assert origin.layer == "2"
+    # the layer before the poison stayed finite at step 13
+    assert not ((activation["layer"] == "0") & (activation["step"] == 13)).any()
+
+
+def test_nonfinite_values_are_counted_not_propagated(tmp_path):
+    class Inf(nn.Module):
+        def forward(self, x):
+            x = x.clone()
+            x[:, 0] = float("inf")
+            return x
+
+    model = nn.Sequential(nn.Linear(12, 16), Inf())
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, every=1, signals="activations")
+        with torch.no_grad():
+            pass
+        out = model(torch.randn(8, 12))
+        out.sum()
+        probe.close()
+        row = run.stats("activation", layer="1").iloc[0]
+    assert row["nonfinite"] == 8
+    assert np.isfinite(row["mean"]) and np.isfinite(row["std"])
+
+
+def test_memory_stays_flat_over_2000_steps(tmp_path):
+    import gc
+    import resource
+
+    torch.manual_seed(0)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = next(batches(1))
+
+    def rss_mb() -> float:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, every=10)
+        marks = {}
+        for step in range(2000):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            run.log(step, train_loss=loss)
+            if step in (499, 1999):
+                run.flush()
+                gc.collect()
+                marks[step] = rss_mb()
+        assert len(probe._counter_tags) <= 2
+        assert not probe._sentinel._values
+        assert len(run.steps("activation")) == 200
+    assert marks[1999] - marks[499] < 20, marks
+
+
+def test_watching_twice_is_an_error_unless_replaced(tmp_path):
+    model = mlp()
+    with nbviz.Run(tmp_path / "run") as run:
+        first = run.watch(model)
+        with pytest.raises(RuntimeError, match="already watched"):
+            run.watch(model)
+        second = run.watch(model, replace=True)
+        assert first.closed and not second.closed
+
+
+def test_bad_watch_arguments_name_the_value(tmp_path):
+    with nbviz.Run(tmp_path / "run") as run:
+        with pytest.raises(ValueError, match=r"pattern 'conv\*' matches no module.*Modules: 0, 1"):
+            run.watch(mlp(), layers="conv*")
+        with pytest.raises(ValueError, match="has no parameters"):
+            run.watch(nn.ReLU())
+        with pytest.raises(ValueError, match="every must be a positive integer, got 0"):
+            run.watch(mlp(), every=0)
+        with pytest.raises(ValueError, match="unknown signal 'weight_decay'"):
+            run.watch(mlp(), signals=["weight_decay"])
+        with pytest.raises(TypeError, match="expected a torch.nn.Module"):
+            run.watch("model")
+
+
+def test_layer_patterns_take_globs_and_types(tmp_path):
+    model = TransformerClassifier()
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, layers=["enc.linear*", nn.LayerNorm])
+        names = [n for n, _ in probe.modules]
+        probe.close()
+    assert names == ["enc.linear1", "enc.linear2", "enc.norm1", "enc.norm2"]
+
+
+def test_large_models_are_capped_with_a_note(tmp_path):
+    model = nn.Sequential(*[nn.Linear(4, 4) for _ in range(300)])
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, max_layers=50)
+        assert len(probe.modules) == 50
+        assert any("watching 50 of 300 modules" in n for n in probe.notes)
+        probe.close()
+
+
+def test_compiled_model_records_weights_and_parameter_gradients(tmp_path):
+    torch.manual_seed(0)
+    model = torch.compile(mlp(), backend="eager")
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, every=1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step, (x, y) in enumerate(batches(3)):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            run.log(step, train_loss=1.0)
+        probe.close()
+        assert "torch.compile" in " ".join(probe.notes)
+        assert set(run.recorded_layers("weight")) == {"0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"}
+        assert list(run.steps("gradient")) == [0, 1, 2]
+        assert len(run.steps("activation")) == 0
+
+
+def test_model_summary_is_in_the_run_meta(tmp_path):
+    with nbviz.Run(tmp_path / "run") as run:
+        train(bn_cnn(), 1, run)
+        run.flush()
+        layers = run.layers().set_index("name")
+    assert layers.loc["1", "type"] == "Conv2d"
+    assert layers.loc["1", "params"] == 6 * 9 + 6
+    assert layers.loc["1", "shape"] == [8, 6, 3, 4]
+    assert not layers.loc["4", "watched"]  # Dropout is a pass-through
