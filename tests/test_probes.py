@@ -78,7 +78,9 @@ class TransformerClassifier(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.proj = nn.Linear(4, 16)
-        self.enc = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, dropout=0.1, batch_first=True)
+        self.enc = nn.TransformerEncoderLayer(
+            16, 4, dim_feedforward=32, dropout=0.1, batch_first=True
+        )
         self.fc = nn.Linear(16, 5)
 
     def forward(self, x):
@@ -117,7 +119,9 @@ def bn_cnn() -> nn.Module:
 
 
 def mlp() -> nn.Module:
-    return nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 5))
+    return nn.Sequential(
+        nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 5)
+    )
 
 
 MODELS = {
@@ -388,7 +392,11 @@ def test_nan_is_reported_at_the_exact_step_and_layer(tmp_path):
     assert first["step"] == 13
     assert first["layer"] == "2"
     origin = min(
-        activation.itertuples(), key=lambda r: (r.step, json.loads(r.detail)["order"] if isinstance(r.detail, str) else r.detail["order"])
+        activation.itertuples(),
+        key=lambda r: (
+            r.step,
+            json.loads(r.detail)["order"] if isinstance(r.detail, str) else r.detail["order"],
+        ),
     )
     assert origin.layer == "2"
     # the layer before the poison stayed finite at step 13
@@ -502,7 +510,14 @@ def test_compiled_model_records_weights_and_parameter_gradients(tmp_path):
             run.log(step, train_loss=1.0)
         probe.close()
         assert "torch.compile" in " ".join(probe.notes)
-        assert set(run.recorded_layers("weight")) == {"0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"}
+        assert set(run.recorded_layers("weight")) == {
+            "0.weight",
+            "0.bias",
+            "2.weight",
+            "2.bias",
+            "4.weight",
+            "4.bias",
+        }
         assert list(run.steps("gradient")) == [0, 1, 2]
         assert len(run.steps("activation")) == 0
 

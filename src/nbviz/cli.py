@@ -51,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(func=_info)
     report = sub.add_parser("report", help="write a self-contained offline HTML report")
     report.add_argument("run", help="run directory")
-    report.add_argument("-o", "--output", default=None, help="output file (default: RUN/report.html)")
+    report.add_argument(
+        "-o", "--output", default=None, help="output file (default: RUN/report.html)"
+    )
     report.set_defaults(func=_report)
     return parser
 
