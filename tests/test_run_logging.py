@@ -1,0 +1,62 @@
+"""run.log and friends refuse bad input at logging time and keep what is recorded."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import nbviz
+
+
+def test_nan_and_inf_scalars_are_stored_as_they_are(tmp_path):
+    with nbviz.Run(tmp_path / "run") as run:
+        run.log(0, train_loss=float("nan"), grad=torch.tensor(float("inf")))
+        frame = run.scalars().set_index("name")
+    assert math.isnan(frame.loc["train_loss", "value"])
+    assert frame.loc["grad", "value"] == math.inf
+
+
+def test_log_rejects_values_that_are_not_numbers(tmp_path):
+    with nbviz.Run(tmp_path / "run") as run:
+        with pytest.raises(TypeError, match=r"log: train_loss='low' is a str, not a number"):
+            run.log(0, train_loss="low")
+        with pytest.raises(ValueError, match="tensor with 3 elements"):
+            run.log(0, train_loss=torch.ones(3))
+
+
+def test_log_rejects_names_that_are_not_strings(tmp_path):
+    with nbviz.Run(tmp_path / "run") as run:
+        with pytest.raises(TypeError, match="scalar names must be non-empty strings, got 3"):
+            run.log(0, {3: 1.0})
+
+
+def test_a_step_going_backwards_needs_overwrite(tmp_path):
+    with nbviz.Run(tmp_path / "run") as run:
+        run.log(5, train_loss=1.0)
+        with pytest.raises(ValueError, match=r"'train_loss' was already logged at step 5; step 4"):
+            run.log(4, train_loss=2.0)
+        run.log(4, train_loss=2.0, overwrite=True)
+        run.log(4, val_loss=0.5)  # steps are checked per name
+        values = run.scalars("train_loss").set_index("step")["value"]
+    assert values.to_dict() == {4: 2.0, 5: 1.0}
+
+
+def test_an_appended_run_remembers_its_last_steps(tmp_path):
+    with nbviz.Run(tmp_path / "run") as run:
+        run.log(9, train_loss=1.0)
+    with nbviz.Run(tmp_path / "run") as run:
+        with pytest.raises(ValueError, match="already logged at step 9"):
+            run.log(3, train_loss=1.0)
+
+
+def test_prediction_inputs_are_checked(tmp_path):
+    with nbviz.Run(tmp_path / "run", class_names=list("abc")) as run:
+        with pytest.raises(ValueError, match="labels has 4 items but logits has 5 rows"):
+            run.log_predictions(0, np.zeros((5, 3)), [0, 1, 2, 0])
+        with pytest.raises(ValueError, match=r"label 7 is out of range for 3 classes"):
+            run.log_predictions(0, np.zeros((2, 3)), [0, 7])
+        with pytest.raises(ValueError, match=r"ids are not unique; repeated: \[1\]"):
+            run.log_predictions(0, np.zeros((2, 3)), [0, 1], ids=[1, 1])
