@@ -1,0 +1,304 @@
+// Histograms: one layer's distribution over steps, as TensorBoard's offset
+// "ridge" view and as a step x bin heatmap; the linked step is highlighted in
+// both, hovering reads out a bin, clicking a heatmap row moves the step.
+import { rgbToCss, viridis } from "./lib/color.js";
+import { el, message } from "./lib/dom.js";
+import { drawHeatmap } from "./lib/heatmap.js";
+import { floorIndex, formatNumber, formatStep, makeScale, niceTicks, sizeCanvas, themeColors } from "./lib/linechart.js";
+import { listen, save } from "./lib/model.js";
+import { decodeArray } from "./lib/wire.js";
+
+const WIDTH = 420;
+const HEIGHT = 280;
+const AXIS = 22; // px under each plot for the value axis
+const LEFT = 56; // px left of the heatmap for step labels
+/** Most curves drawn in the ridge view (more would be an unreadable smear). */
+export const MAX_RIDGES = 48;
+
+/**
+ * Indices of at most `k` of `n` rows, evenly spaced, first and last included.
+ * @param {number} n
+ * @param {number} k
+ * @returns {number[]}
+ */
+export function evenlySpaced(n, k) {
+  if (n <= k) return Array.from({ length: n }, (_, i) => i);
+  const out = new Set();
+  for (let i = 0; i < k; i++) out.add(Math.round((i * (n - 1)) / (k - 1)));
+  return [...out];
+}
+
+/**
+ * Each row of a row-major [rows, cols] matrix divided by its own maximum, so the
+ * heatmap shows every step's shape even when the counts of steps differ.
+ * @param {ArrayLike<number>} counts
+ * @param {number} rows
+ * @param {number} cols
+ * @returns {Float32Array}
+ */
+export function rowNormalised(counts, rows, cols) {
+  const out = new Float32Array(rows * cols);
+  for (let r = 0; r < rows; r++) {
+    let max = 0;
+    for (let c = 0; c < cols; c++) max = Math.max(max, counts[r * cols + c]);
+    for (let c = 0; c < cols; c++) out[r * cols + c] = max > 0 ? counts[r * cols + c] / max : 0;
+  }
+  return out;
+}
+
+/**
+ * @param {{model: import("./lib/model.js").AnyModel, el: HTMLElement}} ctx
+ */
+function render({ model, el: root }) {
+  root.classList.add("nbviz", "nbviz-histograms");
+  const signalSelect = /** @type {HTMLSelectElement} */ (
+    el("select", { class: "nbviz-hist-signal", attrs: { "aria-label": "signal" } }, [
+      el("option", { text: "weights", attrs: { value: "weights" } }),
+      el("option", { text: "gradients", attrs: { value: "gradients" } }),
+      el("option", { text: "activations", attrs: { value: "activations" } }),
+    ])
+  );
+  const layerSelect = /** @type {HTMLSelectElement} */ (
+    el("select", { class: "nbviz-hist-layer", attrs: { "aria-label": "layer" } })
+  );
+  const notice = el("span", { class: "nbviz-notice nbviz-hist-notice" });
+  const toolbar = el("div", { class: "nbviz-toolbar" }, [
+    el("label", {}, ["signal", signalSelect]),
+    el("label", {}, ["layer", layerSelect]),
+    notice,
+  ]);
+  const ridge = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-hist-ridge" }));
+  const heat = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-hist-heat" }));
+  const heatAxis = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-hist-heat-axis" }));
+  const strip = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-hist-heat-values" }));
+  const ridgeCaption = el("div", { class: "nbviz-hist-caption nbviz-hist-current" });
+  const heatCaption = el("div", { class: "nbviz-hist-caption nbviz-hist-readout" });
+  const missing = el("div", { class: "nbviz-notice nbviz-hist-missing" });
+  const plots = el("div", { class: "nbviz-hist-plots" }, [
+    el("div", { class: "nbviz-hist-plot" }, [
+      el("div", { class: "nbviz-hist-title", text: "over steps (offset; later steps in front)" }),
+      ridge,
+      ridgeCaption,
+    ]),
+    el("div", { class: "nbviz-hist-plot" }, [
+      el("div", { class: "nbviz-hist-title", text: "step \u00d7 value (each row scaled to its peak)" }),
+      el("div", { class: "nbviz-hist-heatwrap" }, [heatAxis, heat]),
+      el("div", { class: "nbviz-hist-heatwrap", style: { paddingLeft: `${LEFT}px` } }, [strip]),
+      heatCaption,
+    ]),
+  ]);
+  const body = el("div", { class: "nbviz-hist" }, [toolbar, missing, plots]);
+
+  /** @type {{steps: ArrayLike<number>, counts: ArrayLike<number>, rows: number, bins: number, lo: number, hi: number, nonfinite: ArrayLike<number>} | null} */
+  let data = null;
+  /** @type {((e: {clientX: number, clientY: number}) => ({row: number, col: number} | null)) | null} */
+  let cellFromEvent = null;
+
+  const decodeData = () => {
+    const d = model.get("data");
+    if (!d || !d.counts) {
+      data = null;
+      return;
+    }
+    const counts = decodeArray(d.counts);
+    const [rows, bins] = counts.shape.length === 2 ? counts.shape : [0, 0];
+    data = {
+      steps: decodeArray(d.steps).data,
+      counts: counts.data,
+      rows,
+      bins,
+      lo: Number(d.lo),
+      hi: Number(d.hi),
+      nonfinite: decodeArray(d.nonfinite).data,
+    };
+  };
+
+  const fillChoices = () => {
+    signalSelect.value = model.get("signal");
+    const choices = /** @type {string[]} */ (model.get("layer_choices") || []);
+    layerSelect.replaceChildren(...choices.map((name) => el("option", { text: name, attrs: { value: name } })));
+    layerSelect.value = model.get("layer");
+    layerSelect.disabled = choices.length === 0;
+  };
+
+  /** Index of the sampled row shown for the linked step (the last at or before it). */
+  const rowOfStep = () => (data && data.rows ? Math.max(0, floorIndex(data.steps, model.get("step"))) : -1);
+
+  const drawValueAxis = (/** @type {CanvasRenderingContext2D} */ ctx, /** @type {number} */ x0, /** @type {number} */ x1, /** @type {number} */ y, /** @type {number} */ lo, /** @type {number} */ hi) => {
+    const colors = themeColors(root);
+    const sx = makeScale(lo, hi, x0, x1).map;
+    ctx.fillStyle = colors.muted;
+    ctx.strokeStyle = colors.grid;
+    ctx.font = "10px sans-serif";
+    ctx.textAlign = "center";
+    ctx.textBaseline = "top";
+    for (const t of niceTicks(lo, hi, 5)) {
+      const x = sx(t);
+      ctx.beginPath();
+      ctx.moveTo(x, y);
+      ctx.lineTo(x, y + 4);
+      ctx.stroke();
+      ctx.fillText(formatNumber(t), x, y + 6);
+    }
+  };
+
+  const drawRidge = () => {
+    const ctx = sizeCanvas(ridge, WIDTH, HEIGHT + AXIS);
+    if (!data || !data.rows) return;
+    const { rows, bins, counts, lo, hi } = data;
+    const colors = themeColors(root);
+    const shown = evenlySpaced(rows, MAX_RIDGES);
+    const top = 8;
+    const plotH = HEIGHT - top;
+    const slot = plotH / (shown.length + 3); // vertical offset between curves
+    const peakH = slot * 4; // a curve's full height overlaps about four others
+    let max = 0;
+    for (const r of shown) for (let c = 0; c < bins; c++) max = Math.max(max, counts[r * bins + c]);
+    const sx = makeScale(0, bins, 4, WIDTH - 4).map;
+    const current = rowOfStep();
+    /** @param {number} r @param {number} base @param {string} stroke @param {number} width */
+    const curve = (r, base, stroke, width) => {
+      ctx.beginPath();
+      ctx.moveTo(sx(0), base);
+      for (let c = 0; c < bins; c++) {
+        const y = base - (max > 0 ? (counts[r * bins + c] / max) * peakH : 0);
+        ctx.lineTo(sx(c), y);
+        ctx.lineTo(sx(c + 1), y);
+      }
+      ctx.lineTo(sx(bins), base);
+      ctx.closePath();
+      ctx.fillStyle = colors.background;
+      ctx.fill();
+      ctx.strokeStyle = stroke;
+      ctx.lineWidth = width;
+      ctx.stroke();
+    };
+    // earliest step at the top and at the back; later steps are drawn over them
+    shown.forEach((r, k) => {
+      const base = top + peakH + k * slot - slot * 1;
+      const t = shown.length > 1 ? k / (shown.length - 1) : 1;
+      curve(r, Math.min(base, HEIGHT), rgbToCss(viridis(0.15 + 0.7 * t)), 1);
+    });
+    if (current >= 0) {
+      const k = shown.findIndex((r) => r >= current);
+      const base = top + peakH + Math.max(k, 0) * slot - slot;
+      curve(current, Math.min(base, HEIGHT), "#d81b60", 2);
+    }
+    drawValueAxis(ctx, sx(0), sx(bins), HEIGHT + 2, lo, hi);
+  };
+
+  const drawHeat = () => {
+    if (!data || !data.rows) {
+      sizeCanvas(heat, WIDTH - LEFT, HEIGHT);
+      sizeCanvas(heatAxis, LEFT, HEIGHT);
+      sizeCanvas(strip, WIDTH - LEFT, AXIS);
+      cellFromEvent = null;
+      return;
+    }
+    const { rows, bins, counts, steps, lo, hi } = data;
+    const current = rowOfStep();
+    const drawn = drawHeatmap(heat, rowNormalised(counts, rows, bins), {
+      rows,
+      cols: bins,
+      width: WIDTH - LEFT,
+      height: HEIGHT,
+      scale: (v) => (v > 0 ? viridis(Math.sqrt(v)) : [247, 247, 247]),
+    });
+    cellFromEvent = drawn.cellFromEvent;
+    const ctx = /** @type {CanvasRenderingContext2D} */ (heat.getContext("2d"));
+    if (current >= 0) {
+      const h = HEIGHT / rows;
+      ctx.strokeStyle = "#d81b60";
+      ctx.lineWidth = 2;
+      ctx.strokeRect(1, current * h, WIDTH - LEFT - 2, Math.max(h, 2));
+    }
+    // the step labels left of the heatmap and the value axis below it
+    const actx = sizeCanvas(heatAxis, LEFT, HEIGHT);
+    const colors = themeColors(root);
+    actx.fillStyle = colors.muted;
+    actx.font = "10px sans-serif";
+    actx.textAlign = "right";
+    actx.textBaseline = "middle";
+    for (const r of evenlySpaced(rows, 6)) {
+      actx.fillText(formatStep(steps[r]), LEFT - 4, ((r + 0.5) * HEIGHT) / rows);
+    }
+    drawValueAxis(sizeCanvas(strip, WIDTH - LEFT, AXIS), 0, WIDTH - LEFT, 0, lo, hi);
+  };
+
+  const caption = () => {
+    const cur = model.get("current");
+    if (!cur || !cur.counts) {
+      ridgeCaption.textContent = data && data.rows ? "no histogram at or before this step" : "";
+      return;
+    }
+    const counts = decodeArray(cur.counts).data;
+    let inRange = 0;
+    for (let i = 0; i < counts.length; i++) inRange += counts[i];
+    const parts = [
+      `step ${formatStep(cur.step)}: ${formatNumber(inRange)} values in [${formatNumber(cur.lo)}, ${formatNumber(cur.hi)}]`,
+    ];
+    if (cur.underflow) parts.push(`${formatNumber(cur.underflow)} below`);
+    if (cur.overflow) parts.push(`${formatNumber(cur.overflow)} above`);
+    ridgeCaption.replaceChildren(parts.join(", "));
+    if (cur.nonfinite) {
+      ridgeCaption.append(
+        ", ",
+        el("span", { class: "nbviz-hist-nonfinite", text: `${formatNumber(cur.nonfinite)} NaN/Inf` }),
+      );
+    }
+  };
+
+  const draw = () => {
+    const error = model.get("error");
+    const empty = model.get("empty");
+    if (error || empty) {
+      message(root, error || empty, { kind: error ? "error" : "empty" });
+      return;
+    }
+    if (!root.contains(body)) root.replaceChildren(body);
+    fillChoices();
+    notice.textContent = model.get("notice") || "";
+    missing.textContent = model.get("missing") || "";
+    plots.style.display = data && data.rows ? "" : "none";
+    drawRidge();
+    drawHeat();
+    caption();
+  };
+
+  heat.addEventListener("pointermove", (event) => {
+    const cell = cellFromEvent ? cellFromEvent(event) : null;
+    if (!cell || !data) {
+      heatCaption.textContent = "";
+      return;
+    }
+    const width = (data.hi - data.lo) / data.bins;
+    const a = data.lo + cell.col * width;
+    const count = data.counts[cell.row * data.bins + cell.col];
+    heatCaption.textContent =
+      `step ${formatStep(data.steps[cell.row])}: [${formatNumber(a)}, ${formatNumber(a + width)}) ` +
+      `${formatNumber(count)} values; click to go to this step`;
+  });
+  heat.addEventListener("pointerleave", () => {
+    heatCaption.textContent = "";
+  });
+  heat.addEventListener("click", (event) => {
+    const cell = cellFromEvent ? cellFromEvent(event) : null;
+    if (cell && data) save(model, { step: data.steps[cell.row] });
+  });
+  signalSelect.addEventListener("change", () => save(model, { signal: signalSelect.value }));
+  layerSelect.addEventListener("change", () => save(model, { layer: layerSelect.value }));
+
+  decodeData();
+  draw();
+  const stopData = listen(model, ["data"], () => {
+    decodeData();
+    draw();
+  });
+  const stopRest = listen(model, ["step", "current", "layer_choices", "layer", "signal", "notice", "missing", "empty", "error"], draw);
+  return () => {
+    stopData();
+    stopRest();
+  };
+}
+
+export default { render };

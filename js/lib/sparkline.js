@@ -1,0 +1,109 @@
+// Tiny canvas charts for table cells: a sparkline over steps with the linked
+// step marked, and a histogram's bars.
+import { extentIn, floorIndex, makeScale, sizeCanvas, tracePath } from "./linechart.js";
+
+/**
+ * @typedef {object} SparklineOptions
+ * @property {number} [width]  CSS pixels (default 90)
+ * @property {number} [height]  CSS pixels (default 22)
+ * @property {string} [color]
+ * @property {number | null} [marker]  step to mark with a dot
+ * @property {boolean} [log]  log scale when every finite value is positive
+ */
+
+/**
+ * Draw `values` over `steps` (both sorted by step) into `canvas`.
+ * Returns the number of finite points drawn (0 draws a flat "no data" dash).
+ * @param {HTMLCanvasElement} canvas
+ * @param {ArrayLike<number>} steps
+ * @param {ArrayLike<number>} values
+ * @param {SparklineOptions} [options]
+ * @returns {number}
+ */
+export function drawSparkline(canvas, steps, values, options = {}) {
+  const width = options.width ?? 90;
+  const height = options.height ?? 22;
+  const ctx = sizeCanvas(canvas, width, height);
+  const color = options.color ?? "#0072b2";
+  const n = steps.length;
+  const ext = n ? extentIn(steps, values, steps[0], steps[n - 1], false) : null;
+  if (!ext) {
+    ctx.strokeStyle = "#bdbdbd";
+    ctx.beginPath();
+    ctx.moveTo(2, height / 2);
+    ctx.lineTo(width - 2, height / 2);
+    ctx.stroke();
+    return 0;
+  }
+  let [lo, hi] = ext;
+  const log = !!options.log && lo > 0;
+  if (hi === lo) {
+    lo = log ? lo / 2 : lo - 1;
+    hi = log ? hi * 2 : hi + 1;
+  }
+  const x1 = n > 1 ? steps[n - 1] : steps[0] + 1;
+  const sx = makeScale(steps[0], x1, 2, width - 2);
+  const sy = makeScale(lo, hi, height - 3, 3, log);
+  ctx.strokeStyle = color;
+  ctx.lineWidth = 1.2;
+  ctx.beginPath();
+  const drawn = tracePath(ctx, steps, values, sx, sy);
+  ctx.stroke();
+  const marker = options.marker;
+  if (marker !== null && marker !== undefined) {
+    const i = floorIndex(steps, marker);
+    if (i >= 0 && Number.isFinite(values[i]) && (!log || values[i] > 0)) {
+      ctx.fillStyle = color;
+      ctx.beginPath();
+      ctx.arc(sx.map(steps[i]), sy.map(values[i]), 2.5, 0, 2 * Math.PI);
+      ctx.fill();
+    }
+  }
+  return drawn;
+}
+
+/**
+ * Draw a histogram: `counts` in equal bins over [lo, hi].
+ * @param {HTMLCanvasElement} canvas
+ * @param {ArrayLike<number>} counts
+ * @param {number} lo
+ * @param {number} hi
+ * @param {{width?: number, height?: number, color?: string, text?: string}} [options]
+ */
+export function drawBars(canvas, counts, lo, hi, options = {}) {
+  const width = options.width ?? 220;
+  const height = options.height ?? 90;
+  const ctx = sizeCanvas(canvas, width, height);
+  const bottom = height - 14;
+  let max = 0;
+  for (let i = 0; i < counts.length; i++) if (counts[i] > max) max = counts[i];
+  const w = (width - 4) / Math.max(counts.length, 1);
+  ctx.fillStyle = options.color ?? "#0072b2";
+  for (let i = 0; i < counts.length; i++) {
+    const h = max > 0 ? (counts[i] / max) * (bottom - 4) : 0;
+    ctx.fillRect(2 + i * w, bottom - h, Math.max(w - 0.5, 0.5), h);
+  }
+  ctx.strokeStyle = "#9e9e9e";
+  ctx.beginPath();
+  ctx.moveTo(2, bottom + 0.5);
+  ctx.lineTo(width - 2, bottom + 0.5);
+  ctx.stroke();
+  ctx.fillStyle = options.text ?? "#616161";
+  ctx.font = "10px sans-serif";
+  ctx.textBaseline = "top";
+  ctx.textAlign = "left";
+  ctx.fillText(shortNumber(lo), 2, bottom + 2);
+  ctx.textAlign = "right";
+  ctx.fillText(shortNumber(hi), width - 2, bottom + 2);
+}
+
+/**
+ * @param {number} v
+ * @returns {string}
+ */
+function shortNumber(v) {
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  if (a !== 0 && (a >= 1e4 || a < 1e-2)) return v.toExponential(1).replace("e+", "e");
+  return String(Number.parseFloat(v.toPrecision(3)));
+}

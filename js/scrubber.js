@@ -1,0 +1,186 @@
+// StepScrubber: a slider over the recorded steps, play/pause, back/forward
+// buttons, arrow keys (Home/End, space to play), and the scalars at the step.
+import { el, message, throttle } from "./lib/dom.js";
+import { floorIndex, formatNumber, formatStep } from "./lib/linechart.js";
+import { listen, save } from "./lib/model.js";
+import { decodeArray } from "./lib/wire.js";
+
+/**
+ * Index of the position shown for `step`: the last one at or before it (0 before them all).
+ * @param {ArrayLike<number>} positions
+ * @param {number} step
+ * @returns {number}
+ */
+export function positionIndex(positions, step) {
+  return Math.max(0, floorIndex(positions, step));
+}
+
+/** @param {{model: import("./lib/model.js").AnyModel, el: HTMLElement}} ctx */
+function render({ model, el: root }) {
+  root.classList.add("nbviz", "nbviz-scrubber");
+  root.setAttribute("tabindex", "0");
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  root.setAttribute("aria-label", "step scrubber: arrow keys move, space plays");
+
+  const button = (/** @type {string} */ cls, /** @type {string} */ text, /** @type {string} */ title) =>
+    el("button", { class: ["nbviz-button", cls], text, attrs: { type: "button", title, "aria-label": title } });
+  const first = button("nbviz-scrub-first", "|\u25c0", "first step");
+  const back = button("nbviz-scrub-back", "\u25c0", "previous step (left arrow)");
+  const play = button("nbviz-scrub-play", "play", "play (space)");
+  const forward = button("nbviz-scrub-forward", "\u25b6", "next step (right arrow)");
+  const last = button("nbviz-scrub-last", "\u25b6|", "last step");
+  const slider = /** @type {HTMLInputElement} */ (
+    el("input", { class: "nbviz-scrub-slider", attrs: { type: "range", min: 0, max: 0, step: 1, "aria-label": "step" } })
+  );
+  const label = el("span", { class: "nbviz-scrub-step" });
+  const scalars = el("div", { class: "nbviz-scrub-scalars" });
+  const body = el("div", { class: "nbviz-scrub-body" }, [
+    el("div", { class: "nbviz-scrub-row" }, [first, back, play, forward, last, slider, label]),
+    scalars,
+  ]);
+
+  /** @type {ArrayLike<number>} */
+  let positions = new Int32Array(0);
+  /** @type {ReturnType<typeof setInterval> | null} */
+  let timer = null;
+
+  const decodePositions = () => {
+    const p = model.get("positions");
+    positions = p && p.data ? decodeArray(p).data : new Int32Array(0);
+    slider.max = String(Math.max(0, positions.length - 1));
+  };
+
+  const sendStep = throttle((/** @type {number} */ step) => save(model, { step }), 80);
+
+  const goTo = (/** @type {number} */ index) => {
+    if (positions.length === 0) return;
+    const step = positions[Math.min(Math.max(index, 0), positions.length - 1)];
+    model.set("step", step);
+    draw();
+    sendStep(step);
+  };
+  const currentIndex = () => positionIndex(positions, Number(model.get("step")));
+
+  const draw = () => {
+    const error = model.get("error");
+    const empty = model.get("empty");
+    if (error || empty || positions.length === 0) {
+      message(root, error || empty || "No steps recorded yet.", { kind: error ? "error" : "empty" });
+      return;
+    }
+    if (body.parentNode !== root) root.replaceChildren(body);
+    const step = Number(model.get("step"));
+    const i = currentIndex();
+    slider.value = String(i);
+    const exact = positions[i] === step;
+    label.textContent =
+      `step ${formatStep(step)}` + (exact ? "" : ` (after ${formatStep(positions[i])})`) + ` \u00b7 ${formatStep(i + 1)} of ${formatStep(positions.length)}`;
+    root.setAttribute("data-step", String(step));
+    const playing = !!model.get("playing");
+    play.textContent = playing ? "pause" : "play";
+    play.setAttribute("title", playing ? "pause" : "play");
+    play.setAttribute("aria-label", playing ? "pause" : "play");
+    back.disabled = first.disabled = i <= 0;
+    forward.disabled = last.disabled = i >= positions.length - 1;
+    drawScalars();
+  };
+
+  const drawScalars = () => {
+    const at = model.get("scalars_at") ?? {};
+    const names = at.names ?? [];
+    if (!names.length) {
+      scalars.replaceChildren(el("span", { class: "nbviz-muted", text: "no scalars logged at or before this step" }));
+      return;
+    }
+    const steps = decodeArray(at.steps).data;
+    const values = decodeArray(at.values).data;
+    const step = Number(model.get("step"));
+    const items = names.map((/** @type {string} */ name, /** @type {number} */ k) =>
+      el("span", { class: "nbviz-scrub-scalar", attrs: { "data-name": name } }, [
+        el("b", { text: name }),
+        ` ${formatNumber(values[k])}`,
+        steps[k] !== step ? el("span", { class: "nbviz-muted", text: ` (step ${formatStep(steps[k])})` }) : null,
+      ]),
+    );
+    const parts = [];
+    items.forEach((node, k) => {
+      if (k) parts.push(" \u00b7 ");
+      parts.push(node);
+    });
+    scalars.replaceChildren(...parts);
+  };
+
+  const stopTimer = () => {
+    if (timer !== null) clearInterval(timer);
+    timer = null;
+  };
+  const syncTimer = () => {
+    stopTimer();
+    if (!model.get("playing")) return;
+    const fps = Math.min(60, Math.max(0.1, Number(model.get("fps")) || 4));
+    timer = setInterval(() => {
+      const i = currentIndex();
+      if (i >= positions.length - 1) {
+        stopTimer();
+        sendStep.flush();
+        save(model, { playing: false });
+        return;
+      }
+      goTo(i + Math.max(1, Number(model.get("stride")) || 1));
+    }, 1000 / fps);
+  };
+  const togglePlay = () => {
+    const playing = !model.get("playing");
+    if (playing && currentIndex() >= positions.length - 1) goTo(0);
+    save(model, { playing });
+  };
+
+  /** @type {Array<[EventTarget, string, (e: any) => void]>} */
+  const handlers = [
+    [first, "click", () => goTo(0)],
+    [back, "click", () => goTo(currentIndex() - 1)],
+    [forward, "click", () => goTo(currentIndex() + 1)],
+    [last, "click", () => goTo(positions.length - 1)],
+    [play, "click", togglePlay],
+    [slider, "input", () => goTo(Number(slider.value))],
+    [
+      root,
+      "keydown",
+      (/** @type {KeyboardEvent} */ e) => {
+        if (e.target instanceof HTMLInputElement && e.target !== slider) return;
+        const moves = { ArrowLeft: -1, ArrowDown: -1, ArrowRight: 1, ArrowUp: 1, PageDown: -10, PageUp: 10 };
+        if (e.key in moves) goTo(currentIndex() + moves[/** @type {keyof typeof moves} */ (e.key)]);
+        else if (e.key === "Home") goTo(0);
+        else if (e.key === "End") goTo(positions.length - 1);
+        else if (e.key === " ") togglePlay();
+        else return;
+        e.preventDefault();
+        e.stopPropagation();
+      },
+    ],
+  ];
+  for (const [target, type, fn] of handlers) target.addEventListener(type, fn);
+
+  decodePositions();
+  draw();
+  syncTimer();
+  const stops = [
+    listen(model, ["positions"], () => {
+      decodePositions();
+      draw();
+    }),
+    listen(model, ["step", "scalars_at", "empty", "error"], draw),
+    listen(model, ["playing", "fps"], () => {
+      syncTimer();
+      draw();
+    }),
+  ];
+  return () => {
+    for (const stop of stops) stop();
+    for (const [target, type, fn] of handlers) target.removeEventListener(type, fn);
+    stopTimer();
+    sendStep.flush();
+  };
+}
+
+export default { render };

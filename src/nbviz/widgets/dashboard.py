@@ -1,0 +1,122 @@
+"""Dashboard: every view of a run in one layout, driven by one step scrubber.
+
+The scrubber's ``step`` is linked to the ``step`` of every view with
+``ipywidgets.jslink``, a link kept by the browser: moving the slider moves
+every view at once, without a round trip through the kernel, and the link
+still holds in a saved HTML page. Views that have nothing to show for this
+run (no captures, no predictions) are left out, and ``notes`` says why.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+import ipywidgets as W
+
+__all__ = ["Dashboard"]
+
+# (attribute, module, class, what the run must hold for it, keyword arguments)
+_VIEWS: tuple[tuple[str, str, str, str, dict[str, Any]], ...] = (
+    ("loss_curves", "nbviz.widgets.loss_curves", "LossCurves", "scalars", {}),
+    ("health", "nbviz.widgets.health", "HealthReport", "captures", {}),
+    ("layers", "nbviz.widgets.layer_browser", "LayerBrowser", "captures", {}),
+    ("histograms", "nbviz.widgets.histograms", "Histograms", "histograms", {}),
+    ("confusion", "nbviz.widgets.confusion", "ConfusionMatrix", "predictions", {}),
+    ("projector", "nbviz.widgets.projector", "EmbeddingProjector", "embeddings", {"method": "pca"}),
+)
+
+
+def _holds(run: Any, what: str) -> bool:
+    if what == "scalars":
+        return bool(run.scalar_names())
+    if what == "captures":
+        return bool(run.recorded_layers())
+    if what == "histograms":
+        return bool(run.recorded_layers(table="histograms"))
+    if what == "predictions":
+        return bool(run.splits())
+    if what == "embeddings":
+        return any(run.embedding_layers(split) for split in run.splits())
+    raise ValueError(f"Dashboard: unknown requirement {what!r}")
+
+
+class Dashboard(W.VBox):
+    """The views of ``run`` in one column, linked by a :class:`StepScrubber` on top.
+
+    Each view is also an attribute (``dash.scrubber``, ``dash.loss_curves``,
+    ``dash.layers``, ``dash.histograms``, ...; None when left out), so a
+    notebook can reach into it, e.g. ``dash.scrubber.step = 40``.
+
+    Parameters
+    ----------
+    run
+        A run (``nbviz.Run`` or ``nbviz.open_run(...)``).
+    live
+        Follow the run while it grows (the default).
+    """
+
+    def __init__(self, run: Any, *, live: bool = True, **kwargs: Any) -> None:
+        from nbviz.widgets.scrubber import StepScrubber
+
+        self.run = run
+        self.scrubber = StepScrubber(run, live=live)
+        self.notes: list[str] = []
+        self.views: dict[str, Any] = {}
+        self.links: list[W.jslink] = []
+        for attr, module_name, cls_name, needs, extra in _VIEWS:
+            setattr(self, attr, None)
+            try:
+                module = import_module(module_name)
+            except ModuleNotFoundError as exc:
+                if exc.name != module_name:
+                    raise
+                continue  # a view this version does not have
+            if not _holds(run, needs):
+                self.notes.append(f"{cls_name}: no {needs} in this run yet")
+                continue
+            view = getattr(module, cls_name)(run, live=live, **extra)
+            setattr(self, attr, view)
+            self.views[attr] = view
+            if "step" in view.trait_names():
+                view.step = self.scrubber.step
+                self.links.append(W.jslink((self.scrubber, "step"), (view, "step")))
+        self._link_views()
+        children: list[W.Widget] = [self.scrubber]
+        for attr, view in self.views.items():
+            children.append(self._section(attr, view))
+        super().__init__(children=children, **kwargs)
+        self.add_class("nbviz-dashboard")
+
+    def _link_views(self) -> None:
+        """Cross-view links: a finding opens its layer; a confusion cell selects points."""
+        health, layers = self.views.get("health"), self.views.get("layers")
+        if health is not None and layers is not None and "layer" in health.trait_names():
+            W.dlink((health, "layer"), (layers, "selected_layer"))
+        confusion, projector = self.views.get("confusion"), self.views.get("projector")
+        if confusion is not None and projector is not None:
+            if "highlight_ids" in projector.trait_names():
+                W.dlink((confusion, "selected_ids"), (projector, "highlight_ids"))
+
+    @staticmethod
+    def _section(attr: str, view: W.Widget) -> W.Widget:
+        title = {
+            "loss_curves": "Loss and metrics",
+            "health": "Findings",
+            "layers": "Layers",
+            "histograms": "Distributions over steps",
+            "confusion": "Where the model errs",
+            "projector": "Embeddings",
+        }[attr]
+        header = W.HTML()
+        header.value = f"<b>{title}</b>"  # a fixed title, never text from data
+        return W.VBox([header, view], layout=W.Layout(margin="8px 0 0 0"))
+
+    def close(self) -> None:
+        """Close every view (they stop following the run) and the layout."""
+        for link in self.links:
+            link.close()
+        for view in self.views.values():
+            view.close()
+        self.scrubber.close()
+        super().close()

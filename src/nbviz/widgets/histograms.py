@@ -1,0 +1,257 @@
+"""Histograms: one layer's value distribution over steps, as a ridge plot and a heatmap.
+
+The ridge plot is TensorBoard's offset view (one curve per step, later steps in
+front); the heatmap has a row per step and a column per bin. Both mark the
+linked step. Long histories are sampled (at most ``MAX_ROWS`` steps, first
+and last included; ``notice`` says so), and the histogram at the linked step
+itself is always sent exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import traitlets
+
+from nbviz.store import MissingStepError
+from nbviz.widgets.base import array_trait_payload, esm
+from nbviz.widgets.live import TRAINING_CSS, LiveView, count_text, evenly
+
+__all__ = ["Histograms", "common_bins"]
+
+MAX_ROWS = 400
+SIGNALS = {"weights": "weight", "gradients": "gradient", "activations": "activation"}
+
+
+def common_bins(
+    lo: np.ndarray, hi: np.ndarray, counts: np.ndarray
+) -> tuple[float, float, np.ndarray]:
+    """Histograms with per-row ranges ``[lo_i, hi_i]`` re-binned onto one shared range.
+
+    Returns ``(lo, hi, counts)`` with the same bin count; rows whose range is
+    already the shared one are returned unchanged. Mass is spread uniformly
+    within a source bin (the cumulative counts are interpolated).
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    if not ok.any():
+        return 0.0, 1.0, np.zeros_like(counts)
+    glo, ghi = float(np.min(lo[ok])), float(np.max(hi[ok]))
+    if np.all(lo[ok] == glo) and np.all(hi[ok] == ghi):
+        return glo, ghi, counts
+    n_bins = counts.shape[1]
+    if ghi <= glo:
+        ghi = glo + 1.0
+    edges = np.linspace(glo, ghi, n_bins + 1)
+    out = np.zeros_like(counts)
+    for i in np.flatnonzero(ok):
+        if hi[i] <= lo[i]:  # all values equal: one spike
+            j = min(int((lo[i] - glo) / (ghi - glo) * n_bins), n_bins - 1)
+            out[i, j] = counts[i].sum()
+            continue
+        src = np.linspace(lo[i], hi[i], n_bins + 1)
+        cdf = np.concatenate([[0.0], np.cumsum(counts[i])])
+        out[i] = np.diff(np.interp(edges, src, cdf))
+    return glo, ghi, out
+
+
+class Histograms(LiveView):
+    """Distributions of a layer's weights, gradients or activations over steps.
+
+    Parameters
+    ----------
+    run
+        A run recorded with a probe (histograms every ``hist_every`` steps).
+    signal
+        ``"weights"``, ``"gradients"`` or ``"activations"`` (also chosen in the view).
+    layer
+        Layer or parameter name (``"fc1.weight"`` for weights); default: the first.
+    live
+        Follow the run while it grows.
+    """
+
+    _esm = esm("histograms")
+
+    step = traitlets.Int(0, help="Linked step, highlighted in both plots.").tag(sync=True)
+    signal = traitlets.Enum(tuple(SIGNALS), default_value="weights").tag(sync=True)
+    layer = traitlets.Unicode("", help="The layer or parameter shown.").tag(sync=True)
+    layer_choices = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    missing = traitlets.Unicode("", help="Why the chosen signal shows nothing (yet).").tag(
+        sync=True
+    )
+    data = traitlets.Dict(help="Sampled history: steps, shared range, [steps, bins] counts.").tag(
+        sync=True
+    )
+    current = traitlets.Dict(help="The histogram at the linked step.").tag(sync=True)
+
+    def __init__(
+        self,
+        run: Any,
+        signal: str = "weights",
+        *,
+        layer: str = "",
+        live: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        if signal not in SIGNALS:
+            raise ValueError(
+                f"Histograms: signal must be one of {', '.join(map(repr, SIGNALS))}, got {signal!r}"
+            )
+        super().__init__(**kwargs)
+        self._run = run
+        self._steps = np.zeros(0, dtype=np.int64)
+        self._ready = False
+        self._init_live([run], live)
+        with self._lock, self.hold_sync():
+            self.signal = signal
+            self._choose_layers(prefer=layer)
+            self._fill()
+            self.step = int(self._steps[-1]) if len(self._steps) else 0
+            self._fill_current()
+            self._ready = True
+
+    # -- choices -------------------------------------------------------------------------
+
+    def _order(self) -> dict[str, int]:
+        names = [str(n) for n in self._run.layers()["name"].tolist()]
+        return {n: i for i, n in enumerate(names)}
+
+    def _choose_layers(self, prefer: str = "") -> None:
+        sig = SIGNALS[self.signal]
+        layers = self._run.recorded_layers(sig, table="histograms")
+        order = self._order()
+
+        def key(name: str) -> tuple[int, str]:
+            owner = name if name in order else name.rpartition(".")[0]
+            return order.get(owner, len(order)), name
+
+        self.layer_choices = sorted(layers, key=key)
+        all_layers = self._run.recorded_layers(table="histograms")
+        if not all_layers:
+            self.empty = (
+                f"No histograms recorded in {self._run.name} yet: a probe "
+                "(run.watch(model, every=10)) records them every hist_every steps; "
+                "this view fills in as they arrive."
+            )
+        else:
+            self.empty = ""
+        if prefer and prefer not in self.layer_choices:
+            raise traitlets.TraitError(
+                f"Histograms: no {self.signal} histograms for layer {prefer!r}; "
+                f"layers with {self.signal} histograms: {', '.join(self.layer_choices) or 'none'}"
+            )
+        if prefer:
+            self.layer = prefer
+        elif self.layer not in self.layer_choices:
+            weights = [n for n in self.layer_choices if n.endswith(".weight")]
+            self.layer = (weights or self.layer_choices or [""])[0]
+        if not self.layer_choices and all_layers:
+            others = [
+                name
+                for name, s in SIGNALS.items()
+                if self._run.recorded_layers(s, table="histograms")
+            ]
+            self.missing = f"No {self.signal} histograms in this run; recorded: {', '.join(others)}"
+        else:
+            self.missing = ""
+
+    @traitlets.validate("layer")
+    def _check_layer(self, proposal: Any) -> str:
+        name = proposal["value"]
+        if name and self.layer_choices and name not in self.layer_choices:
+            raise traitlets.TraitError(
+                f"Histograms.layer: no {self.signal} histograms for {name!r}; choose one of "
+                f"{', '.join(self.layer_choices)}"
+            )
+        return name
+
+    @traitlets.observe("signal")
+    def _on_signal(self, change: Any) -> None:
+        if self._ready:
+            with self._lock, self.hold_sync():
+                self._choose_layers()
+                self._fill()
+                self._fill_current()
+
+    @traitlets.observe("layer")
+    def _on_layer(self, change: Any) -> None:
+        if self._ready:
+            with self._lock, self.hold_sync():
+                self._fill()
+                self._fill_current()
+
+    @traitlets.observe("step")
+    def _on_step(self, change: Any) -> None:
+        if self._ready:
+            with self._lock:
+                self._fill_current()
+
+    # -- data ----------------------------------------------------------------------------
+
+    def _rebuild(self) -> None:
+        self._choose_layers()
+        self._fill()
+        self._fill_current()
+
+    def _fill(self) -> None:
+        sig = SIGNALS[self.signal]
+        if not self.layer:
+            self._steps = np.zeros(0, dtype=np.int64)
+            self.data = {}
+            self.notice = ""
+            return
+        self._steps = np.asarray(self._run.histogram_steps(self.layer, sig), dtype=np.int64)
+        sample = evenly(self._steps, MAX_ROWS)
+        rows = self._run.histogram_rows(self.layer, sig, steps=[int(s) for s in sample])
+        lo, hi, counts = common_bins(rows.lo, rows.hi, rows.counts)
+        self.data = {
+            "layer": self.layer,
+            "signal": self.signal,
+            "steps": array_trait_payload(rows.steps, dtype="<f8"),
+            "lo": lo,
+            "hi": hi,
+            "counts": array_trait_payload(counts, dtype="<f4"),
+            "nonfinite": array_trait_payload(rows.nonfinite, dtype="<f8"),
+        }
+        self.notice = count_text(len(rows.steps), len(self._steps), "histograms (sampled evenly)")
+
+    def _fill_current(self) -> None:
+        sig = SIGNALS[self.signal]
+        i = int(np.searchsorted(self._steps, self.step, "right")) - 1
+        if not self.layer or i < 0:
+            self.current = {}
+            return
+        at = int(self._steps[i])
+        try:
+            rows = self._run.histogram_rows(self.layer, sig, steps=at)
+        except (MissingStepError, ValueError):
+            self.current = {}
+            return
+        self.current = {
+            "layer": self.layer,
+            "step": at,
+            "lo": float(rows.lo[0]),
+            "hi": float(rows.hi[0]),
+            "counts": array_trait_payload(rows.counts[0], dtype="<f8"),
+            "underflow": int(rows.underflow[0]),
+            "overflow": int(rows.overflow[0]),
+            "nonfinite": int(rows.nonfinite[0]),
+        }
+
+
+Histograms._css = (
+    Histograms._css
+    + TRAINING_CSS
+    + """
+.nbviz-hist-plots { display: flex; flex-wrap: wrap; gap: 12px; }
+.nbviz-hist-plot { display: flex; flex-direction: column; }
+.nbviz-hist-title { font-weight: 600; font-size: 0.92em; }
+.nbviz-hist-caption { font-size: 0.9em; color: var(--jp-ui-font-color2, #616161);
+  font-variant-numeric: tabular-nums; min-height: 1.3em; }
+.nbviz-hist-heat { cursor: pointer; }
+.nbviz-hist-heatwrap { display: flex; }
+.nbviz-hist-nonfinite { color: #c62828; font-weight: 600; }
+.nbviz-toolbar select { font: inherit; }
+"""
+)

@@ -1,0 +1,318 @@
+"""LossCurves: every scalar of one or more runs over steps, train and validation overlaid.
+
+Series that share a name stem (``train_loss``/``val_loss``, ``loss/train``)
+are drawn on one panel; every other scalar gets its own. Long series travel as
+a min/max summary (at most ``max_points`` points each, the extremes of every
+bucket kept, so spikes survive); zooming in asks Python for that window at
+full resolution. NaN/Inf are never dropped silently: each stretch of
+non-finite values is sent as a break and drawn as a mark on the axis.
+
+The chart is a canvas anywidget rather than a bqplot figure: bqplot's Lines
+have per-line (not per-point) tooltips and a figure has one interaction at a
+time, so a step/value read-out under the pointer and pan/zoom cannot coexist;
+drawing in the browser also lets smoothing and the log axis work without a
+kernel round trip (and in a static HTML export).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import traitlets
+
+from nbviz.widgets.base import array_trait_payload, esm
+from nbviz.widgets.live import TRAINING_CSS, LiveView, Series, count_text
+
+__all__ = ["LossCurves", "minmax_downsample", "nonfinite_breaks", "split_name"]
+
+#: Prefixes/suffixes that name a split; ``loss`` alone is the training loss.
+SPLITS = ("train", "training", "val", "valid", "validation", "test", "eval")
+MAX_BREAKS = 500
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """``(stem, split)`` of a scalar name: ``"val_loss"`` -> ``("loss", "val")``.
+
+    Recognises ``<split>_x``, ``x_<split>``, ``<split>/x`` and ``x/<split>``;
+    ``loss`` alone is ``("loss", "train")``; anything else is ``(name, "")``.
+    """
+    for split in SPLITS:
+        for sep in ("_", "/", "-"):
+            if name.startswith(split + sep) and len(name) > len(split) + 1:
+                return name[len(split) + 1 :], split
+            if name.endswith(sep + split) and len(name) > len(split) + 1:
+                return name[: -len(split) - 1], split
+    if name == "loss":
+        return "loss", "train"
+    return name, ""
+
+
+def _panel_order(stem: str) -> tuple[int, str]:
+    low = stem.lower()
+    rank = 0 if "loss" in low else 1 if "acc" in low else 2
+    return rank, low
+
+
+def nonfinite_breaks(steps: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Stretches of NaN/Inf as rows ``[first_step, last_step, kind]`` (kind 0 NaN, 1 +Inf, -1 -Inf).
+
+    A stretch is a run of consecutive points of the same kind.
+    """
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return np.zeros((0, 3), dtype=np.float64)
+    kind = np.where(np.isnan(values), 0.0, np.sign(np.nan_to_num(values, nan=0.0)))
+    idx = np.flatnonzero(bad)
+    # a new stretch starts where the previous point was finite or of another kind
+    starts = np.ones(len(idx), dtype=bool)
+    starts[1:] = (np.diff(idx) != 1) | (kind[idx[1:]] != kind[idx[:-1]])
+    first = idx[starts]
+    ends = np.append(np.flatnonzero(starts)[1:] - 1, len(idx) - 1)
+    last = idx[ends]
+    return np.column_stack([steps[first], steps[last], kind[first]]).astype(np.float64)
+
+
+def minmax_downsample(
+    steps: np.ndarray, values: np.ndarray, max_points: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """At most ~``max_points`` points of a series, keeping each bucket's min and max.
+
+    Buckets are equal runs of points; the first non-finite point of each
+    bucket is kept as NaN so the line breaks where the series broke. The
+    first and last points are always kept.
+    """
+    n = len(steps)
+    if n <= max_points:
+        return steps, values
+    n_buckets = max(1, max_points // 2 - 1)
+    bounds = (np.arange(n_buckets) * n) // n_buckets
+    finite = np.isfinite(values)
+    lo = np.where(finite, values, np.inf)
+    hi = np.where(finite, values, -np.inf)
+    # argmin/argmax per bucket: reduce values, then find the first index reaching it
+    mins = np.minimum.reduceat(lo, bounds)
+    maxs = np.maximum.reduceat(hi, bounds)
+    bucket = np.repeat(np.arange(n_buckets), np.diff(np.append(bounds, n)))
+    keep = np.zeros(n, dtype=bool)
+    for target, col in ((mins, lo), (maxs, hi)):
+        hit = np.flatnonzero(col == target[bucket])
+        first = np.unique(bucket[hit], return_index=True)[1]
+        keep[hit[first]] = True
+    bad = np.flatnonzero(~finite)
+    if len(bad):
+        keep[bad[np.unique(bucket[bad], return_index=True)[1]]] = True
+    keep[0] = keep[-1] = True
+    out = values[keep].copy()
+    out[~np.isfinite(out)] = np.nan
+    return steps[keep], out
+
+
+def _steps_payload(steps: np.ndarray) -> dict[str, Any]:
+    if len(steps) == 0 or (steps.min() >= -(2**31) and steps.max() < 2**31):
+        return array_trait_payload(steps, dtype="<i4")
+    return array_trait_payload(steps.astype(np.float64))
+
+
+def _values_payload(values: np.ndarray) -> dict[str, Any]:
+    return array_trait_payload(np.asarray(values, dtype=np.float64))
+
+
+class LossCurves(LiveView):
+    """Every scalar of a run (or several runs, overlaid) over steps.
+
+    Parameters
+    ----------
+    run_or_runs
+        A run (``nbviz.Run`` or ``nbviz.open_run(...)``) or a list of runs.
+    max_points
+        Most points per series sent at once (longer series are summarised).
+    live
+        Follow the runs while they grow (a few updates a second).
+
+    Traits: ``step`` (marker; clicking the chart sets it), ``highlight`` (a
+    run name to emphasise, "" for none), ``log_y``, ``smoothing`` (EMA weight
+    in [0, 1); the raw series stays faint behind).
+    """
+
+    _esm = esm("loss_curves")
+
+    step = traitlets.Int(0, help="Linked step, marked on every panel.").tag(sync=True)
+    highlight = traitlets.Unicode("", help="Run name drawn in front; '' for none.").tag(sync=True)
+    log_y = traitlets.Bool(False, help="Logarithmic value axis.").tag(sync=True)
+    smoothing = traitlets.Float(0.6, help="EMA weight in [0, 1); 0 shows the raw series.").tag(
+        sync=True
+    )
+    runs = traitlets.List(traitlets.Unicode(), help="Run names, in legend order.").tag(sync=True)
+    panels = traitlets.List(traitlets.Unicode(), help="Name stems, one panel each.").tag(sync=True)
+    series = traitlets.List(traitlets.Dict(), help="One entry per run and scalar.").tag(sync=True)
+
+    def __init__(
+        self,
+        run_or_runs: Any,
+        *,
+        max_points: int = 4000,
+        live: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        runs = list(run_or_runs) if isinstance(run_or_runs, (list, tuple)) else [run_or_runs]
+        if not runs:
+            raise ValueError("LossCurves: no runs given; pass a run or a list of runs")
+        if max_points < 16:
+            raise ValueError(f"LossCurves: max_points must be >= 16, got {max_points}")
+        super().__init__(**kwargs)
+        self._runs = runs
+        self.max_points = int(max_points)
+        self._raw: dict[str, Series] = {}
+        self._init_live(runs, live)
+        with self._lock, self.hold_sync():
+            self.runs = _unique_names(runs)
+            self._rebuild()
+            ends = [int(s.steps[-1]) for s in self._raw.values() if len(s.steps)]
+            self.step = max(ends, default=0)
+        self.on_msg(self._on_msg)
+
+    @traitlets.validate("highlight")
+    def _check_highlight(self, proposal: Any) -> str:
+        name = proposal["value"]
+        if name and name not in self.runs:
+            raise traitlets.TraitError(
+                f"LossCurves.highlight: no run named {name!r}; runs: {', '.join(self.runs)}"
+            )
+        return name
+
+    @traitlets.validate("smoothing")
+    def _check_smoothing(self, proposal: Any) -> float:
+        value = float(proposal["value"])
+        if not 0 <= value < 1:
+            raise traitlets.TraitError(f"LossCurves.smoothing must be in [0, 1), got {value}")
+        return value
+
+    # -- building ------------------------------------------------------------------------
+
+    def _rebuild(self) -> None:
+        series: list[dict[str, Any]] = []
+        stems: set[str] = set()
+        shown = total = 0
+        self._raw = {}
+        for i, (run_name, index) in enumerate(zip(self.runs, self._indexes)):
+            for name, raw in index.scalars().items():
+                stem, split = split_name(name)
+                key = f"{run_name}\u241f{name}"
+                self._raw[key] = raw
+                steps, values = minmax_downsample(raw.steps, raw.values, self.max_points)
+                breaks = nonfinite_breaks(raw.steps, raw.values)
+                shown += len(steps)
+                total += len(raw.steps)
+                stems.add(stem)
+                series.append(
+                    {
+                        "id": key,
+                        "run": run_name,
+                        "run_index": i,
+                        "name": name,
+                        "stem": stem,
+                        "split": split,
+                        "steps": _steps_payload(steps),
+                        "values": _values_payload(values),
+                        "stride": len(raw.steps) / max(len(steps), 1),
+                        "total": len(raw.steps),
+                        "breaks": array_trait_payload(breaks[:MAX_BREAKS]),
+                        "n_breaks": len(breaks),
+                    }
+                )
+        self.series = series
+        self.panels = sorted(stems, key=_panel_order)
+        if not series:
+            names = ", ".join(self.runs)
+            self.empty = (
+                f"No scalars logged yet in {names}: call run.log(step, train_loss=...) in the "
+                "training loop (this view updates as they arrive)."
+            )
+        else:
+            self.empty = ""
+        text = count_text(shown, total, "points (min/max per bucket; zoom in for detail)")
+        self.notice = text
+
+    # -- windows ---------------------------------------------------------------------------
+
+    def window(self, lo: float, hi: float) -> tuple[dict[str, Any], list[bytes]]:
+        """Full-resolution data of every summarised series between steps ``lo`` and ``hi``.
+
+        Returns the message content and its binary buffers, as sent to the
+        browser when the user zooms in.
+        """
+        lo, hi = float(lo), float(hi)
+        if not hi >= lo:
+            raise ValueError(f"LossCurves.window: need lo <= hi, got {lo} and {hi}")
+        out: list[dict[str, Any]] = []
+        buffers: list[bytes] = []
+        with self._lock:
+            for entry in self.series:
+                raw = self._raw.get(entry["id"])
+                if raw is None or entry["stride"] <= 1:
+                    continue
+                a = int(np.searchsorted(raw.steps, lo, "left"))
+                b = int(np.searchsorted(raw.steps, hi, "right"))
+                a, b = max(a - 1, 0), min(b + 1, len(raw.steps))  # one point beyond each edge
+                steps, values = minmax_downsample(raw.steps[a:b], raw.values[a:b], self.max_points)
+                item: dict[str, Any] = {"id": entry["id"], "total": b - a}
+                item["stride"] = (b - a) / max(len(steps), 1)
+                for field, payload in (
+                    ("steps", _steps_payload(steps)),
+                    ("values", _values_payload(values)),
+                ):
+                    item[field] = {
+                        "dtype": payload["dtype"],
+                        "shape": payload["shape"],
+                        "buffer": len(buffers),
+                    }
+                    buffers.append(payload["data"])
+                out.append(item)
+        return {"type": "window", "lo": lo, "hi": hi, "series": out}, buffers
+
+    def _on_msg(self, _widget: Any, content: Any, _buffers: Sequence[Any]) -> None:
+        if not isinstance(content, dict) or content.get("type") != "window":
+            return
+        try:
+            reply, buffers = self.window(content["lo"], content["hi"])
+        except (KeyError, TypeError, ValueError) as exc:
+            self.error = f"LossCurves: bad window request {content!r:.80}: {exc}"
+            return
+        reply["request"] = content.get("request")
+        self.send(reply, buffers)
+
+
+def _unique_names(runs: list[Any]) -> list[str]:
+    """Run names for the legend; repeated names get ' (2)', ' (3)', ..."""
+    out: list[str] = []
+    for run in runs:
+        base = str(getattr(run, "name", None) or run)
+        name, k = base, 2
+        while name in out:
+            name, k = f"{base} ({k})", k + 1
+        out.append(name)
+    return out
+
+
+LossCurves._css = (
+    LossCurves._css
+    + TRAINING_CSS
+    + """
+.nbviz-lc-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(360px, 1fr));
+  gap: 10px; }
+.nbviz-lc-panel { min-width: 0; }
+.nbviz-lc-title { font-weight: 600; margin-bottom: 2px; }
+.nbviz-lc-canvas { cursor: crosshair; touch-action: none; }
+.nbviz-lc-readout { font-variant-numeric: tabular-nums; min-height: 1.3em;
+  color: var(--jp-ui-font-color1, #1f1f1f); font-size: 0.92em; }
+.nbviz-lc-breaks { color: #c62828; font-size: 0.92em; }
+.nbviz-lc-legend { display: flex; flex-wrap: wrap; gap: 0.3em 0.8em; margin-bottom: 0.3em;
+  align-items: center; }
+.nbviz-lc-run { font: inherit; border: 1px solid transparent; border-radius: 3px;
+  background: transparent; color: inherit; cursor: pointer; padding: 0 4px; }
+.nbviz-lc-run.nbviz-active { border-color: var(--jp-brand-color1, #1976d2); font-weight: 600; }
+.nbviz-lc-notice { color: var(--jp-ui-font-color2, #616161); font-style: italic; }
+"""
+)

@@ -1,0 +1,141 @@
+"""The training views in a real JupyterLab: they render, follow the scrubber, and
+clicks reach the kernel."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+
+def wait_for_kernel(read: Callable[[], str], expected: str, timeout: float = 30) -> None:
+    """Poll a kernel value until it reads ``expected`` (a JS -> kernel update is async)."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while value != expected:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"kernel value stayed {value!r}, expected {expected!r}")
+        time.sleep(0.1)
+        value = read()
+
+
+def test_loss_curves_follow_the_scrubber(nb, demo_run_path: Path) -> None:
+    nb.write(
+        "loss.ipynb",
+        [
+            "import nbviz, traitlets, ipywidgets as W\n"
+            f"run = nbviz.open_run({str(demo_run_path)!r})\n"
+            "sc = nbviz.StepScrubber(run); lc = nbviz.LossCurves(run)\n"
+            "traitlets.link((sc, 'step'), (lc, 'step'))\n"
+            "W.VBox([sc, lc])",
+        ],
+    )
+    nb.open("loss.ipynb")
+    nb.run_all()
+    page = nb.page
+    panel = page.locator('.nbviz-lc-panel[data-stem="loss"]')
+    expect(panel.locator("canvas")).to_have_count(1)
+    expect(panel.locator(".nbviz-lc-readout")).to_have_text(re.compile(r"^step 65: "))
+    expect(page.locator(".nbviz-scrub-step")).to_contain_text("step 65")
+    page.locator(".nbviz-scrub-first").click()
+    expect(panel.locator(".nbviz-lc-readout")).to_have_text(re.compile(r"^step 0: train_loss"))
+    wait_for_kernel(lambda: nb.kernel_eval("lc.step"), "0")
+    nb.screenshot("loss-curves")
+    assert nb.console_errors == []
+
+
+def test_histograms_ridge_and_heatmap_follow_a_click(nb, demo_run_path: Path) -> None:
+    nb.write(
+        "hist.ipynb",
+        [
+            "import nbviz\n"
+            f"run = nbviz.open_run({str(demo_run_path)!r})\n"
+            "h = nbviz.Histograms(run, signal='weights', layer='0.weight')\n"
+            "h",
+        ],
+    )
+    nb.open("hist.ipynb")
+    nb.run_all()
+    page = nb.page
+    view = page.locator(".nbviz-histograms")
+    expect(view.locator("canvas.nbviz-hist-ridge")).to_have_count(1)
+    expect(view.locator(".nbviz-hist-current")).to_contain_text(
+        re.compile(r"^step 65: [\d,]+ values")
+    )
+    expect(view.locator(".nbviz-hist-layer")).to_have_value("0.weight")
+    heat = view.locator("canvas.nbviz-hist-heat")
+    box = heat.bounding_box()
+    assert box is not None and box["height"] > 100
+    heat.click(position={"x": box["width"] / 2, "y": 2})  # the top row: the first histogram
+    wait_for_kernel(lambda: nb.kernel_eval("h.step"), "0")
+    expect(view.locator(".nbviz-hist-current")).to_contain_text("step 0:")
+    view.locator(".nbviz-hist-signal").select_option("activations")
+    wait_for_kernel(lambda: nb.kernel_eval("h.signal"), "'activations'")
+    expect(view.locator(".nbviz-hist-layer")).not_to_have_value("0.weight")
+    nb.screenshot("histograms")
+    assert nb.console_errors == []
+
+
+def test_runs_table_sorts_and_highlights_a_run_in_loss_curves(nb, tmp_path: Path) -> None:
+    nb.write(
+        "runs.ipynb",
+        [
+            "import math, nbviz\n"
+            "runs = []\n"
+            "for lr in (0.3, 0.1, 0.03):\n"
+            f"    r = nbviz.Run({str(tmp_path)!r} + f'/lr{{lr}}', config={{'lr': lr}})\n"
+            "    for s in range(50):\n"
+            "        r.log(s, train_loss=math.exp(-lr * s) + 0.1 * (lr == 0.3) * s / 50)\n"
+            "    r.flush(); runs.append(r)\n"
+            "lc = nbviz.LossCurves(runs)\n"
+            "rt = nbviz.RunsTable(runs).link(lc)\n"
+            "import ipywidgets as W; W.VBox([rt, lc])",
+        ],
+    )
+    nb.open("runs.ipynb")
+    nb.run_all()
+    page = nb.page
+    table = page.locator(".nbviz-rt-table")
+    expect(table.locator("tbody tr")).to_have_count(3)
+    table.locator('th[data-key="best:train_loss"]').click()
+    wait_for_kernel(lambda: nb.kernel_eval("rt.sort_by"), "'best:train_loss'")
+    # lower loss is better: lr=0.1 ends lowest (lr=0.3 turns back up at 0.04, lr=0.03 is slow)
+    expect(table.locator("tbody tr").first).to_have_attribute("data-run", "lr0.1")
+    expect(table.locator("tbody tr").first.locator("td.nbviz-rt-best")).not_to_have_count(0)
+    table.locator('tbody tr[data-run="lr0.03"]').click()
+    wait_for_kernel(lambda: nb.kernel_eval("lc.highlight"), "'lr0.03'")
+    expect(page.locator(".nbviz-lc-run.nbviz-active")).to_have_text(re.compile("lr0.03"))
+    nb.screenshot("runs-table")
+    assert nb.console_errors == []
+
+
+def test_dashboard_scrubber_moves_every_view(nb, demo_run_path: Path) -> None:
+    nb.write(
+        "dash.ipynb",
+        [
+            "import nbviz\n"
+            f"run = nbviz.open_run({str(demo_run_path)!r})\n"
+            "dash = nbviz.Dashboard(run)\n"
+            "dash",
+        ],
+    )
+    nb.open("dash.ipynb")
+    nb.run_all()
+    page = nb.page
+    expect(page.locator(".nbviz-scrubber")).to_have_count(1)
+    expect(page.locator(".nbviz-layer-browser .nbviz-lb-row").first).to_be_visible()
+    page.locator(".nbviz-scrub-first").click()
+    for view in ("loss_curves", "layers", "histograms"):
+        wait_for_kernel(lambda v=view: nb.kernel_eval(f"dash.{v}.step"), "0")
+    expect(page.locator(".nbviz-hist-current")).to_contain_text("step 0:")
+    page.locator(".nbviz-scrub-forward").click()
+    wait_for_kernel(
+        lambda: nb.kernel_eval("dash.histograms.step"), nb.kernel_eval("dash.scrubber.step")
+    )
+    page.locator(".nbviz-layer-browser .nbviz-lb-row").nth(1).click()
+    expect(page.locator(".nbviz-lb-detail canvas").first).to_be_visible()
+    nb.screenshot("dashboard")
+    assert nb.console_errors == []
