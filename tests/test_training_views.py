@@ -161,3 +161,30 @@ def test_dashboard_of_an_empty_run_says_what_is_missing(tmp_path: Path) -> None:
     assert any("LayerBrowser: no captures" in note for note in dash.notes)
     dash.close()
     run.close()
+
+
+def test_a_view_of_open_run_picks_up_steps_another_process_writes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "other"
+    writer = nbviz.Run(path)
+    writer.log(0, train_loss=1.0)
+    writer.close()
+    reader = nbviz.open_run(path)
+    scrubber = nbviz.StepScrubber(reader)
+    curves = nbviz.LossCurves(reader)
+    assert scrubber.step == 0
+    code = (
+        "import nbviz\n"
+        f"run = nbviz.Run({str(path)!r})\n"
+        "for s in range(1, 6): run.log(s, train_loss=1.0 / (s + 1))\n"
+        "run.close()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    wait_until(lambda: curves.series and curves.series[0]["total"] == 6)
+    # a scrubber standing on the last step moves on with the run
+    wait_until(lambda: scrubber.step == 5)
+    curves.close()
+    scrubber.close()
+    reader.close()

@@ -136,6 +136,7 @@ def test_dashboard_scrubber_moves_every_view(nb, demo_run_path: Path) -> None:
         lambda: nb.kernel_eval("dash.histograms.step"), nb.kernel_eval("dash.scrubber.step")
     )
     page.locator(".nbviz-layer-browser .nbviz-lb-row").nth(1).click()
+    wait_for_kernel(lambda: nb.kernel_eval("dash.layers.selected_layer"), "'1'")
     expect(page.locator(".nbviz-lb-detail canvas").first).to_be_visible()
     nb.screenshot("dashboard")
     assert nb.console_errors == []

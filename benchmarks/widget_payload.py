@@ -1,0 +1,234 @@
+"""Dashboard payload benchmark: bytes sent to the browser and Python build time.
+
+Builds synthetic runs (1k and 100k steps x 50 layers) directly through
+``nbviz.store.Writer`` rows, then times ``nbviz.Dashboard(run)`` and a few step
+changes, and counts the bytes of every view's synced state (JSON plus binary
+buffers, as ipywidgets would send them).
+
+Each synthetic step holds the scalars ``train_loss``, ``train_accuracy`` and
+``lr`` (``val_loss``/``val_accuracy`` every ``--val-every`` steps); layer_stats
+for activation and gradient of every layer at every ``--every`` steps; weight
+and update stats of ``<layer>.weight`` every 10 captures; 64-bin histograms and
+per-unit zero fractions every ``--hist-every`` steps.
+
+    python benchmarks/widget_payload.py                   # 1k and 100k steps
+    python benchmarks/widget_payload.py --steps 1000 --keep /tmp/bench-runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nbviz.store import Writer
+
+N_BINS = 64
+N_UNITS = 64
+CHUNK_STEPS = 200
+
+
+def layer_names(n_layers: int) -> list[str]:
+    return [f"block{i // 5}.layer{i % 5}" for i in range(n_layers)]
+
+
+def write_synthetic_run(
+    path: Path,
+    n_steps: int,
+    n_layers: int = 50,
+    *,
+    every: int = 1,
+    hist_every: int = 100,
+    val_every: int = 1000,
+    seed: int = 0,
+) -> Path:
+    """Write a synthetic run of ``n_steps`` x ``n_layers`` at ``path``; returns the path."""
+    rng = np.random.default_rng(seed)
+    layers = layer_names(n_layers)
+    w = Writer(path, commit_interval=2.0, max_pending=200_000, max_pending_bytes=64 << 20)
+    modules = [
+        {
+            "name": name,
+            "type": "Linear",
+            "depth": 2,
+            "params": N_UNITS * N_UNITS + N_UNITS,
+            "own_params": N_UNITS * N_UNITS + N_UNITS,
+            "trainable": N_UNITS * N_UNITS + N_UNITS,
+            "shape": [32, N_UNITS],
+            "watched": True,
+            "note": "",
+        }
+        for name in layers
+    ]
+    w.set_meta("model", {"modules": modules, "forward_order": layers})
+    w.set_meta("name", f"synthetic-{n_steps}")
+    w.set_meta("config", {"lr": 0.01, "steps": n_steps, "layers": n_layers})
+    steps = np.arange(n_steps)
+    loss = 2.3 * np.exp(-steps / max(n_steps / 5, 1)) + 0.05 * rng.standard_normal(n_steps) ** 2
+    now = time.time()
+    for lo in range(0, n_steps, CHUNK_STEPS):
+        hi = min(n_steps, lo + CHUNK_STEPS)
+        rows: list[tuple] = []
+        for s in range(lo, hi):
+            rows.append(("train_loss", s, float(loss[s]), now))
+            rows.append(("train_accuracy", s, float(1 - loss[s] / 2.5), now))
+            rows.append(("lr", s, 0.01, now))
+            if s % val_every == val_every - 1 or s == n_steps - 1:
+                rows.append(("val_loss", s, float(loss[s] * 1.1), now))
+                rows.append(("val_accuracy", s, float(1 - loss[s] / 2.4), now))
+        w.insert("scalars", rows)
+        stats: list[tuple] = []
+        for s in range(lo, hi):
+            if s % every:
+                continue
+            for i, name in enumerate(layers):
+                z = 0.1 + 0.002 * i
+                stats.append((s, name, "activation", 2048, 0.5, 1.0, 0.0, 4.0, z, 0, 30.0, None))
+                stats.append(
+                    (s, name, "gradient", 2048, 0.0, 1e-3, -1e-2, 1e-2, 0.0, 0, 0.04, None)
+                )
+                if (s // every) % 10 == 0:
+                    p = f"{name}.weight"
+                    stats.append((s, p, "weight", 4096, 0.0, 0.1, -0.4, 0.4, 0.0, 0, 6.4, 0.01))
+                    stats.append((s, p, "update", 4096, 0.0, 1e-4, -1e-3, 1e-3, 0.0, 0, 6e-4, 1e-3))
+        w.insert("layer_stats", stats)
+        hists: list[tuple] = []
+        units: list[tuple] = []
+        for s in range(lo, hi):
+            if s % hist_every:
+                continue
+            for name in layers:
+                counts = rng.multinomial(2048, np.full(N_BINS, 1 / N_BINS)).astype("<i8")
+                blob = counts.tobytes()
+                hists.append((s, name, "activation", 0.0, 4.0, blob, 0, 0, 0))
+                hists.append((s, name, "gradient", -1e-2, 1e-2, blob, 0, 0, 0))
+                hists.append((s, f"{name}.weight", "weight", -0.4, 0.4, blob, 0, 0, 0))
+                zero = rng.random(N_UNITS).astype("<f4") * 0.3
+                units.append((s, name, "zero_frac", zero.tobytes()))
+        if hists:
+            w.insert("histograms", hists)
+            w.insert("unit_stats", units)
+    w.close()
+    return path
+
+
+# -- measuring ------------------------------------------------------------------------
+
+
+def state_bytes(widget: Any) -> tuple[int, int]:
+    """(JSON bytes, binary buffer bytes) of a widget's full synced state."""
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    state, _paths, buffers = _remove_buffers(widget.get_state())
+    text = json.dumps(state, default=str)
+    return len(text.encode()), sum(memoryview(b).nbytes for b in buffers)
+
+
+def views_of(dashboard: Any) -> dict[str, Any]:
+    return {"scrubber": dashboard.scrubber, **dashboard.views}
+
+
+def measure(path: Path, n_steps: int, repeats: int) -> list[dict[str, Any]]:
+    import nbviz
+
+    run = nbviz.open_run(path)
+    t0 = time.perf_counter()
+    dash = nbviz.Dashboard(run, live=False)
+    build_s = time.perf_counter() - t0
+    rows = []
+    for name, view in views_of(dash).items():
+        js, buf = state_bytes(view)
+        rows.append({"view": name, "json": js, "binary": buf})
+    # scrubbing: every view follows the step; time the Python side of one change
+    targets = np.linspace(0, n_steps - 1, repeats + 2).astype(int)[1:-1]
+    t0 = time.perf_counter()
+    for s in targets:
+        # what the browser's jslink does: every linked view gets the scrubber's step
+        for view in views_of(dash).values():
+            if "step" in view.trait_names():
+                view.step = int(s)
+    step_ms = (time.perf_counter() - t0) * 1000 / max(len(targets), 1)
+    t0 = time.perf_counter()
+    lb = dash.views["layers"]
+    lb.selected_layer = lb.layers[len(lb.layers) // 2]["name"]
+    select_ms = (time.perf_counter() - t0) * 1000
+    js, buf = state_bytes(lb)
+    dash.close()
+    run.close()
+    return [{**r, "build_s": build_s, "step_ms": step_ms, "select_ms": select_ms} for r in rows] + [
+        {"view": "Layers+detail", "json": js, "binary": buf}
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, nargs="+", default=[1000, 100_000])
+    parser.add_argument("--layers", type=int, default=50)
+    parser.add_argument("--every", type=int, default=1, help="steps between layer_stats")
+    parser.add_argument("--hist-every", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=10, help="step changes timed")
+    parser.add_argument("--keep", type=Path, default=None, help="build runs here and keep them")
+    args = parser.parse_args()
+
+    root = args.keep or Path(tempfile.mkdtemp(prefix="nbviz-widget-bench-"))
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        print(
+            f"{args.layers} layers; stats every {args.every} step(s), histograms and unit "
+            f"stats every {args.hist_every}"
+        )
+        header = f"{'steps':>8} {'view':<14} {'JSON kB':>9} {'binary kB':>10} {'total kB':>9}"
+        lines = []
+        summary = []
+        for n_steps in args.steps:
+            path = root / f"run-{n_steps}"
+            t0 = time.perf_counter()
+            if not (path / "run.sqlite").exists():
+                write_synthetic_run(
+                    path, n_steps, args.layers, every=args.every, hist_every=args.hist_every
+                )
+            write_s = time.perf_counter() - t0
+            rows = measure(path, n_steps, args.repeats)
+            total = 0
+            for r in rows:
+                kb = (r["json"] + r["binary"]) / 1000
+                if r["view"] != "Layers+detail":
+                    total += r["json"] + r["binary"]
+                lines.append(
+                    f"{n_steps:>8,} {r['view']:<14} {r['json'] / 1000:>9.1f} "
+                    f"{r['binary'] / 1000:>10.1f} {kb:>9.1f}"
+                )
+            summary.append(
+                f"{n_steps:>8,} {write_s:>8.1f} {rows[0]['build_s']:>9.2f} "
+                f"{total / 1e6:>9.2f} {rows[0]['step_ms']:>9.1f} {rows[0]['select_ms']:>10.1f}"
+            )
+            print(f"  built {path.name} in {write_s:.1f} s", file=sys.stderr, flush=True)
+        print()
+        print("Synced state per view (what the browser receives when the Dashboard is shown)")
+        print(header)
+        print("\n".join(lines))
+        print()
+        print(
+            f"{'steps':>8} {'write s':>8} {'build s':>9} {'total MB':>9} {'step ms':>9} "
+            f"{'select ms':>10}"
+        )
+        print("\n".join(summary))
+        print()
+        print(
+            "build s: nbviz.Dashboard(run) in Python; step ms: one scrubber step change "
+            "(every view updates); select ms: choosing a layer in the LayerBrowser."
+        )
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
