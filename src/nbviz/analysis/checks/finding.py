@@ -1,0 +1,81 @@
+"""A finding: one thing a check noticed about a run, and the numbers behind it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Severities, worst first. ``error``: training is broken (non-finite values, a
+#: layer that passes nothing); ``warning``: the user should act on it; ``info``:
+#: worth knowing, nothing to fix.
+SEVERITIES = ("error", "warning", "info")
+SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One row of ``run.diagnose()``.
+
+    ``layer`` is a module's qualified name (``""`` for the run as a whole),
+    ``step`` the step since which the problem holds (None when it has no time),
+    ``evidence`` the numbers behind the message, JSON-serialisable.
+    """
+
+    check: str
+    severity: str
+    message: str
+    layer: str = ""
+    step: int | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITY_RANK:
+            raise ValueError(
+                f"Finding: severity must be one of {', '.join(SEVERITIES)}, got {self.severity!r}"
+            )
+        object.__setattr__(self, "evidence", jsonable(self.evidence))
+        if self.step is not None:
+            object.__setattr__(self, "step", int(self.step))
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays as Python numbers and lists, NaN/inf as None."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [jsonable(v) for v in value.tolist()]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return v if math.isfinite(v) else None
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
+
+
+def fmt(value: float) -> str:
+    """A number for a message: 4 significant digits, scientific when very large or small."""
+    if value is None or not math.isfinite(value):
+        return str(value)
+    if value != 0 and (abs(value) >= 1e4 or abs(value) < 1e-3):
+        return f"{value:.2e}"
+    return f"{value:.3g}"
+
+
+def pct(frac: float) -> str:
+    """A fraction as a percentage for a message."""
+    return f"{100 * frac:.0f}%" if frac >= 0.01 or frac == 0 else f"{100 * frac:.2g}%"
+
+
+def names(items: list[str], limit: int = 6) -> str:
+    """``a, b, c`` (and ``N more``) for a message."""
+    shown = ", ".join(f"'{i}'" for i in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")

@@ -1,0 +1,95 @@
+"""``loss_spikes``: steps where the training loss jumps far above its local trend.
+
+Minibatch losses are noisy and right-skewed: in a healthy run a batch's loss
+reaches a robust z-score of 5-6 against its neighbours. The trend at a step is
+the median of the :data:`WINDOW` losses before it and the noise their median
+absolute deviation (scaled to a standard deviation). A step is a spike when
+
+- its robust z-score is at least :data:`MIN_Z` (10, well above the 5-6 of
+  ordinary batches), and
+- it is at least :data:`MIN_RATIO` (2x) the trend, so that a converged run
+  whose noise is tiny does not report a jump from 0.010 to 0.012.
+
+Consecutive spiking steps form one spike (reported at its first step, with its
+peak). Each spike is a ``warning``; at most :data:`MAX_FINDINGS` are listed,
+largest first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nbviz.analysis.checks.finding import Finding, fmt
+from nbviz.analysis.checks.losses import train_loss
+from nbviz.analysis.checks.robust import MAD_TO_STD, trailing_median_mad
+
+CHECK = "loss_spikes"
+WINDOW = 20
+MIN_Z = 10.0
+MIN_RATIO = 2.0
+MAX_FINDINGS = 5
+#: Noise floor relative to the trend: a flat loss is not infinitely sensitive.
+NOISE_FLOOR = 1e-3
+
+
+def check(run: Any) -> list[Finding]:
+    """A warning per spike of the training loss, largest first."""
+    series = train_loss(run)
+    if series is None:
+        return []
+    name, steps, values = series
+    if len(values) <= WINDOW:
+        return []
+    trend, mad = trailing_median_mad(values, WINDOW)
+    noise = np.maximum(MAD_TO_STD * mad, NOISE_FLOOR * np.abs(trend))
+    noise = np.where(noise > 0, noise, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = (values - trend) / noise
+        ratio = values / trend
+    spike = (np.nan_to_num(z) >= MIN_Z) & (np.nan_to_num(ratio) >= MIN_RATIO) & (trend > 0)
+    idx = np.flatnonzero(spike)
+    if len(idx) == 0:
+        return []
+    # group consecutive steps into one spike
+    groups = np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)
+    spikes = []
+    for g in groups:
+        peak = int(g[np.argmax(values[g])])
+        spikes.append((float(z[peak]), g, peak))
+    spikes.sort(key=lambda s: -s[0])
+    findings = []
+    for zpeak, g, peak in spikes[:MAX_FINDINGS]:
+        first = int(g[0])
+        length = f" for {len(g)} steps" if len(g) > 1 else ""
+        message = (
+            f"{name} spiked at step {int(steps[first])}{length}: {fmt(float(values[peak]))} "
+            f"against a local trend of {fmt(float(trend[peak]))} ({fmt(float(ratio[peak]))}x, "
+            f"robust z-score {fmt(zpeak)}; ordinary minibatch noise stays under ~6). Try: a "
+            "lower learning rate or warmup, gradient clipping "
+            "(torch.nn.utils.clip_grad_norm_), and a look at that step's batch for bad "
+            "samples or labels."
+        )
+        findings.append(
+            Finding(
+                check=CHECK,
+                severity="warning",
+                step=int(steps[first]),
+                message=message,
+                evidence={
+                    "scalar": name,
+                    "peak_step": int(steps[peak]),
+                    "peak_value": float(values[peak]),
+                    "trend": float(trend[peak]),
+                    "ratio": float(ratio[peak]),
+                    "robust_z": zpeak,
+                    "steps": [int(s) for s in steps[g][:50]],
+                    "spikes_total": len(spikes),
+                    "threshold_z": MIN_Z,
+                    "threshold_ratio": MIN_RATIO,
+                    "window": WINDOW,
+                },
+            )
+        )
+    return findings

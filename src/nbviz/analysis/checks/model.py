@@ -1,0 +1,96 @@
+"""The watched model's structure as a run recorded it: modules, parameters, depth.
+
+Checks speak of modules (``model.named_modules()`` names), while parameter
+gradients, weights and updates are stored under parameter names
+(``"fc1.weight"``). This maps one onto the other and orders both by depth, the
+order in which the forward pass reached each module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    module: str
+    shape: tuple[int, ...]
+    requires_grad: bool
+
+
+@dataclass(frozen=True)
+class ModelLayout:
+    """Modules in forward order, their types, and the watched parameters."""
+
+    forward_order: list[str]
+    types: dict[str, str]
+    params: list[Param]
+    signals: tuple[str, ...]
+    every: int | None
+
+    def depth(self, module: str) -> int:
+        """Position of ``module`` in the forward pass (unknown modules after all known ones)."""
+        try:
+            return self.forward_order.index(module)
+        except ValueError:
+            return len(self.forward_order)
+
+    def type_of(self, module: str) -> str:
+        return self.types.get(module, "?")
+
+    def label(self, module: str) -> str:
+        """``'name' (Type)`` for a message."""
+        return f"'{module}' ({self.type_of(module)})" if module else "the model"
+
+    def param(self, name: str) -> Param | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+    def params_by_depth(self, matrices_only: bool = False) -> list[Param]:
+        """Parameters ordered input to output (definition order where depth is unknown).
+
+        ``matrices_only`` keeps weights of rank >= 2 (linear and convolution
+        kernels): biases and norm scales start at 0 or 1 and so have gradient to
+        weight ratios on another scale.
+        """
+        chosen = [p for p in self.params if not matrices_only or len(p.shape) >= 2]
+        known = all(p.module in self.forward_order for p in chosen)
+        if not known:
+            return chosen
+        return sorted(chosen, key=lambda p: (self.depth(p.module), self.params.index(p)))
+
+
+def module_of(param_name: str) -> str:
+    """The module that holds a parameter: ``"block.0.weight"`` -> ``"block.0"``."""
+    return param_name.rsplit(".", 1)[0] if "." in param_name else ""
+
+
+def layout(run: Any) -> ModelLayout | None:
+    """The layout of the model a run watched, or None when no probe wrote it."""
+    probe = run.meta("probe")
+    if not probe:
+        return None
+    model = run.meta("model") or {}
+    modules = model.get("modules", [])
+    order = list(model.get("forward_order") or [m["name"] for m in modules if m.get("watched")])
+    types = {m["name"]: m.get("type", "?") for m in modules}
+    params = [
+        Param(
+            name=p["name"],
+            module=module_of(p["name"]),
+            shape=tuple(p.get("shape", ())),
+            requires_grad=bool(p.get("requires_grad", True)),
+        )
+        for p in probe.get("params", [])
+    ]
+    return ModelLayout(
+        forward_order=order,
+        types=types,
+        params=params,
+        signals=tuple(probe.get("signals", ())),
+        every=probe.get("every"),
+    )

@@ -1,0 +1,134 @@
+"""``nonfinite``: where a NaN or Inf first appeared, and where it spread to.
+
+The probe's sentinel checks every watched module's output and every parameter
+gradient on every training step and records the first step each one turned
+non-finite (events of kind ``nonfinite``); logged losses are read too. Once a
+value is NaN it spreads: forward into every later layer, into the loss, back
+through every gradient, and through the optimizer step into all weights. So the
+origin is the earliest step, and within it the first thing computed: module
+outputs in forward order, then the loss, then gradients from the output back
+(the parameter gradient closest to the output). Everything else is named as
+downstream. Any non-finite value is an ``error``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from nbviz.analysis.checks.finding import Finding, names
+from nbviz.analysis.checks.model import ModelLayout, layout, module_of
+
+CHECK = "nonfinite"
+#: Scalars read as losses (the training loss names first).
+LOSS_NAMES = ("train_loss", "loss", "val_loss")
+
+
+def _rank(lay: ModelLayout | None, item: dict[str, Any]) -> tuple:
+    """Order of computation within one step: activations, loss, then gradients."""
+    depth = lay.depth(item["module"]) if lay is not None else item.get("order", 0)
+    if item["signal"] == "activation":
+        return (item["step"], 0, depth)
+    if item["signal"] == "loss":
+        return (item["step"], 1, 0)
+    return (item["step"], 2, -depth)  # backward runs from the output
+
+
+def check(run: Any) -> list[Finding]:
+    """One error naming the first non-finite value (step, layer) and what it reached."""
+    lay = layout(run)
+    items: list[dict[str, Any]] = []
+    events = run.events("nonfinite")
+    for row in events.itertuples(index=False):
+        if row.step is None or (isinstance(row.step, float) and math.isnan(row.step)):
+            continue
+        module = row.layer if row.signal == "activation" else module_of(row.layer)
+        if lay is not None and row.signal != "activation" and lay.param(row.layer) is None:
+            module = row.layer  # an output gradient: already a module name
+        detail = row.detail or {}
+        items.append(
+            {
+                "module": module,
+                "name": row.layer,
+                "signal": row.signal,
+                "step": int(row.step),
+                "order": detail.get("order", 0),
+            }
+        )
+    known = set(run.scalar_names())
+    for name in LOSS_NAMES:
+        if name not in known:
+            continue
+        frame = run.scalars(name)
+        bad = frame[~np.isfinite(frame["value"].to_numpy(dtype=np.float64))]
+        if len(bad):
+            items.append(
+                {
+                    "module": "",
+                    "name": name,
+                    "signal": "loss",
+                    "step": int(bad["step"].iloc[0]),
+                    "value": str(bad["value"].iloc[0]),
+                }
+            )
+    if not items:
+        return []
+    items.sort(key=lambda it: _rank(lay, it))
+    origin, rest = items[0], items[1:]
+    label = lay.label if lay is not None else (lambda m: f"'{m}'")
+    if origin["signal"] == "activation":
+        where = f"in the output of {label(origin['module'])}"
+        hint = "look for log/sqrt/division by zero or overflow in that layer's forward; " + (
+            "it is the first layer, so check the input data for NaN/Inf; "
+            if lay is not None and lay.depth(origin["module"]) == 0
+            else ""
+        )
+    elif origin["signal"] == "loss":
+        where = f"in the logged {origin['name']} ({origin['value']}) with every layer finite"
+        hint = "check the loss function's inputs (log of 0, targets out of range); "
+    else:
+        where = f"in the gradient of '{origin['name']}' of {label(origin['module'])}"
+        hint = (
+            "its forward was finite, so look at that layer's backward (sqrt or pow at 0, "
+            "division by a tiny value); "
+        )
+    same = [it for it in rest if it["step"] == origin["step"] and it["module"]]
+    later = [it for it in rest if it["step"] > origin["step"] and it["module"]]
+    down_same = list(dict.fromkeys(it["module"] for it in same if it["module"] != origin["module"]))
+    down_later = list(
+        dict.fromkeys(
+            it["module"]
+            for it in later
+            if it["module"] != origin["module"] and it["module"] not in down_same
+        )
+    )
+    message = f"First non-finite value (NaN/Inf) at step {origin['step']}, {where}."
+    if down_same:
+        message += f" Downstream at the same step: {names(down_same)}."
+    if down_later:
+        message += f" From later steps: {names(down_later)}."
+    losses = [it for it in rest if it["signal"] == "loss"]
+    if losses and origin["signal"] != "loss":
+        message += f" The logged {losses[0]['name']} is non-finite from step {losses[0]['step']}."
+    message += (
+        f" Try: {hint}a lower learning rate, gradient clipping, or "
+        f"torch.autograd.set_detect_anomaly(True) around step {origin['step']}."
+    )
+    return [
+        Finding(
+            check=CHECK,
+            severity="error",
+            layer=origin["module"],
+            step=origin["step"],
+            message=message,
+            evidence={
+                "origin": {k: origin[k] for k in ("name", "signal", "step")},
+                "downstream": [
+                    {k: it[k] for k in ("module", "name", "signal", "step")} for it in rest[:200]
+                ],
+                "downstream_count": len(rest),
+            },
+        )
+    ]

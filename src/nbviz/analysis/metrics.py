@@ -1,0 +1,302 @@
+"""Where a classifier errs: confusion matrices, per-class metrics, cells, flips.
+
+Everything here works on a predictions frame as ``run.predictions(step, split)``
+returns it (columns ``id``, ``label``, ``pred``, ``loss``, ``confidence``; one row
+per sample). Rows of a confusion matrix are the true class, columns the
+predicted one. Sample ids come back in one stable order wherever a list of
+them is asked for: highest loss first, ties (and NaN losses, which come last)
+by ascending id, so the samples a model gets most wrong lead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "Flips",
+    "Summary",
+    "cell_ids",
+    "class_count",
+    "class_metrics",
+    "confusion_matrix",
+    "evaluation_at",
+    "flips",
+    "most_confused",
+    "normalize_confusion",
+    "order_ids",
+    "summary",
+    "top_samples_for_unit",
+    "unit_values",
+]
+
+_NEEDED = ("id", "label", "pred")
+
+
+def _check_frame(preds: pd.DataFrame, what: str) -> None:
+    if not isinstance(preds, pd.DataFrame):
+        raise TypeError(
+            f"{what}: expected a predictions DataFrame (run.predictions(step)), "
+            f"got {type(preds).__name__}"
+        )
+    missing = [c for c in _NEEDED if c not in preds.columns]
+    if missing:
+        raise ValueError(
+            f"{what}: the predictions frame lacks columns {missing}; it has {list(preds.columns)}"
+        )
+
+
+def class_count(preds: pd.DataFrame, class_names: Sequence[str] | None = None) -> int:
+    """Number of classes: the class names' count, or one more than the largest class seen."""
+    if class_names is not None:
+        n = len(class_names)
+        if len(preds):
+            top = int(max(preds["label"].max(), preds["pred"].max()))
+            if top >= n:
+                raise ValueError(
+                    f"class_count: class {top} appears in the predictions but only {n} class "
+                    "names are known"
+                )
+        return n
+    if len(preds) == 0:
+        return 0
+    return int(max(preds["label"].max(), preds["pred"].max())) + 1
+
+
+def confusion_matrix(preds: pd.DataFrame, n_classes: int | None = None) -> np.ndarray:
+    """``(n_classes, n_classes)`` int64 counts: ``[true, predicted]``."""
+    _check_frame(preds, "confusion_matrix")
+    n = class_count(preds) if n_classes is None else int(n_classes)
+    y = preds["label"].to_numpy(dtype=np.int64)
+    p = preds["pred"].to_numpy(dtype=np.int64)
+    if len(y) and (min(y.min(), p.min()) < 0 or max(y.max(), p.max()) >= n):
+        bad = (
+            int(max(y.max(), p.max())) if max(y.max(), p.max()) >= n else int(min(y.min(), p.min()))
+        )
+        raise ValueError(f"confusion_matrix: class {bad} is outside 0..{n - 1}")
+    return np.bincount(y * n + p, minlength=n * n).reshape(n, n).astype(np.int64)
+
+
+def normalize_confusion(matrix: np.ndarray, by: str = "counts") -> np.ndarray:
+    """The matrix as counts, or as fractions of each row (``"row"``: recall) or column.
+
+    ``"row"`` divides each row by its true-class support (the diagonal is then
+    each class's recall), ``"column"`` each column by the times a class was
+    predicted (the diagonal is its precision). Empty rows/columns give 0.
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    if by == "counts":
+        return m
+    if by == "row":
+        total = m.sum(axis=1, keepdims=True)
+    elif by == "column":
+        total = m.sum(axis=0, keepdims=True)
+    else:
+        raise ValueError(f"normalize_confusion: by must be 'counts', 'row' or 'column', got {by!r}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, m / np.where(total > 0, total, 1), 0.0)
+
+
+def class_metrics(
+    preds: pd.DataFrame, n_classes: int | None = None, class_names: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Per-class ``[class, name, precision, recall, f1, support]``.
+
+    scikit-learn's ``precision_recall_fscore_support`` with ``zero_division=0``.
+    """
+    from sklearn.metrics import precision_recall_fscore_support
+
+    _check_frame(preds, "class_metrics")
+    n = class_count(preds, class_names) if n_classes is None else int(n_classes)
+    labels = np.arange(n)
+    if len(preds):
+        p, r, f, s = precision_recall_fscore_support(
+            preds["label"].to_numpy(dtype=np.int64),
+            preds["pred"].to_numpy(dtype=np.int64),
+            labels=labels,
+            zero_division=0,
+        )
+    else:
+        p = r = f = np.zeros(n)
+        s = np.zeros(n, dtype=np.int64)
+    names = list(class_names) if class_names is not None else [str(i) for i in labels]
+    return pd.DataFrame(
+        {
+            "class": labels,
+            "name": names[:n],
+            "precision": np.asarray(p, dtype=np.float64),
+            "recall": np.asarray(r, dtype=np.float64),
+            "f1": np.asarray(f, dtype=np.float64),
+            "support": np.asarray(s, dtype=np.int64),
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Overall scores of one evaluation."""
+
+    n: int
+    accuracy: float
+    macro_f1: float
+    weighted_f1: float
+
+
+def summary(preds: pd.DataFrame, n_classes: int | None = None) -> Summary:
+    """Accuracy and macro/weighted F1 over the classes ``0..n_classes-1`` (NaN when empty)."""
+    from sklearn.metrics import accuracy_score, f1_score
+
+    _check_frame(preds, "summary")
+    if len(preds) == 0:
+        return Summary(0, float("nan"), float("nan"), float("nan"))
+    n = class_count(preds) if n_classes is None else int(n_classes)
+    y = preds["label"].to_numpy(dtype=np.int64)
+    p = preds["pred"].to_numpy(dtype=np.int64)
+    labels = np.arange(n)
+    return Summary(
+        n=len(y),
+        accuracy=float(accuracy_score(y, p)),
+        macro_f1=float(f1_score(y, p, labels=labels, average="macro", zero_division=0)),
+        weighted_f1=float(f1_score(y, p, labels=labels, average="weighted", zero_division=0)),
+    )
+
+
+def most_confused(matrix: np.ndarray, k: int = 10) -> pd.DataFrame:
+    """The ``k`` largest off-diagonal cells ``[true, pred, count, rate]``.
+
+    ``rate`` is the count as a fraction of the true class's support. Sorted by
+    count (descending), then true and predicted class; zero cells are left out.
+    """
+    m = np.asarray(matrix, dtype=np.int64)
+    n = m.shape[0]
+    support = m.sum(axis=1)
+    t, p = np.nonzero(m)
+    off = t != p
+    t, p = t[off], p[off]
+    counts = m[t, p]
+    order = np.lexsort((p, t, -counts))[: max(int(k), 0)]
+    t, p, counts = t[order], p[order], counts[order]
+    rate = counts / np.maximum(support[t], 1) if n else np.zeros(0)
+    return pd.DataFrame(
+        {"true": t.astype(np.int64), "pred": p.astype(np.int64), "count": counts, "rate": rate}
+    )
+
+
+def order_ids(ids: Any, loss: Any) -> np.ndarray:
+    """``ids`` sorted by loss (highest first; NaN last), ties by ascending id (int64)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    loss = np.asarray(loss, dtype=np.float64)
+    key = np.where(np.isnan(loss), np.inf, -loss)
+    return ids[np.lexsort((ids, key))]
+
+
+def cell_ids(preds: pd.DataFrame, true: int, pred: int) -> np.ndarray:
+    """Ids of the samples of class ``true`` predicted as ``pred``, highest loss first."""
+    _check_frame(preds, "cell_ids")
+    hit = (preds["label"].to_numpy() == int(true)) & (preds["pred"].to_numpy() == int(pred))
+    rows = preds[hit]
+    loss = rows["loss"].to_numpy(dtype=np.float64) if "loss" in rows else np.full(len(rows), np.nan)
+    return order_ids(rows["id"].to_numpy(dtype=np.int64), loss)
+
+
+@dataclass(frozen=True)
+class Flips:
+    """Samples whose correctness changed between two evaluations (ids in the stable order,
+    by their loss at the later one)."""
+
+    to_wrong: np.ndarray
+    """Right at ``before``, wrong at ``after``."""
+    to_right: np.ndarray
+    """Wrong at ``before``, right at ``after``."""
+    common: int
+    """Samples evaluated at both steps."""
+
+
+def flips(before: pd.DataFrame, after: pd.DataFrame) -> Flips:
+    """Compare two evaluations of the same samples (matched by id)."""
+    _check_frame(before, "flips")
+    _check_frame(after, "flips")
+    a = before[["id", "label", "pred"]]
+    b = after[["id", "label", "pred"]].assign(
+        loss=after["loss"].to_numpy(dtype=np.float64) if "loss" in after else np.nan
+    )
+    both = a.merge(b, on="id", suffixes=("_a", "_b"))
+    right_a = both["label_a"].to_numpy() == both["pred_a"].to_numpy()
+    right_b = both["label_b"].to_numpy() == both["pred_b"].to_numpy()
+    ids = both["id"].to_numpy(dtype=np.int64)
+    loss = both["loss"].to_numpy(dtype=np.float64)
+    down = right_a & ~right_b
+    up = ~right_a & right_b
+    return Flips(
+        to_wrong=order_ids(ids[down], loss[down]),
+        to_right=order_ids(ids[up], loss[up]),
+        common=len(both),
+    )
+
+
+def evaluation_at(steps: Any, step: int) -> int | None:
+    """The latest of the sorted evaluation ``steps`` at or before ``step`` (None: before all)."""
+    steps = np.asarray(steps, dtype=np.int64)
+    i = int(np.searchsorted(steps, int(step), side="right")) - 1
+    return int(steps[i]) if i >= 0 else None
+
+
+def unit_values(
+    run: Any, layer: str, unit: int, step: int | None = None, split: str = "val"
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(ids, values, step)``: one unit's per-sample summary at an evaluation.
+
+    Reads what ``run.evaluate(..., units_layer=layer)`` stored (kind ``"units"``:
+    the unit's mean activation over positions, per sample). ``step`` None takes
+    the latest evaluation, otherwise the latest at or before ``step``; the step
+    read is returned.
+    """
+    layers = run.embedding_layers(split, kind="units")
+    if layer not in layers:
+        known = ", ".join(layers) if layers else "none"
+        raise ValueError(
+            f"no per-unit summaries of layer {layer!r} for split {split!r} (recorded: {known}); "
+            f"record them with run.evaluate(step, model, loader, units_layer={layer!r})"
+        )
+    recorded = run.embedding_steps(split, layer, kind="units")
+    at = int(recorded[-1]) if step is None else evaluation_at(recorded, step)
+    if at is None:
+        raise ValueError(
+            f"no units of {layer!r} recorded at or before step {step}; "
+            f"the first is at step {int(recorded[0])}"
+        )
+    ids, matrix = run.embeddings(at, split=split, layer=layer, kind="units")
+    n_units = matrix.shape[1] if matrix.ndim == 2 else 0
+    if isinstance(unit, bool) or not isinstance(unit, (int, np.integer)):
+        raise TypeError(f"unit must be an int index, got {unit!r}")
+    if not 0 <= int(unit) < n_units:
+        raise ValueError(f"unit {unit} is outside 0..{n_units - 1} for layer {layer!r}")
+    values = np.asarray(matrix[:, int(unit)], dtype=np.float64)
+    return np.asarray(ids, dtype=np.int64), values, at
+
+
+def top_samples_for_unit(
+    run: Any,
+    layer: str,
+    unit: int,
+    step: int | None = None,
+    k: int = 16,
+    split: str = "val",
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(most_ids, least_ids)``: the ``k`` samples on which a unit was most / least active.
+
+    See :func:`unit_values` for what is read and which step. ``most_ids`` are in
+    descending order of the unit's value, ``least_ids`` in ascending order; ties
+    by id; non-finite values are left out.
+    """
+    ids, values, _ = unit_values(run, layer, unit, step, split)
+    k = max(int(k), 0)
+    finite = np.isfinite(values)
+    ids_f, vals_f = ids[finite], values[finite]
+    most = ids_f[np.lexsort((ids_f, -vals_f))][:k]
+    least = ids_f[np.lexsort((ids_f, vals_f))][:k]
+    return most, least
