@@ -15,6 +15,7 @@ import {
   makeScale,
   nearestIndex,
   niceTicks,
+  tickLabels,
   sizeCanvas,
   themeColors,
   tracePath,
@@ -282,13 +283,15 @@ function render({ model, el: root }) {
     ctx.lineWidth = 1;
     ctx.textAlign = "right";
     ctx.textBaseline = "middle";
-    for (const t of log ? logTicks(lo, hi) : niceTicks(lo, hi, 4)) {
+    const yTicks = log ? logTicks(lo, hi) : niceTicks(lo, hi, 4);
+    const yLabels = log ? yTicks.map(formatNumber) : tickLabels(yTicks);
+    for (const [k, t] of yTicks.entries()) {
       const y = Math.round(sy.map(t)) + 0.5;
       ctx.beginPath();
       ctx.moveTo(M.left, y);
       ctx.lineTo(width - M.right, y);
       ctx.stroke();
-      ctx.fillText(formatNumber(t), M.left - 6, y);
+      ctx.fillText(yLabels[k], M.left - 6, y);
     }
     ctx.textAlign = "center";
     ctx.textBaseline = "top";

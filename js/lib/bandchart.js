@@ -9,6 +9,7 @@ import {
   logTicks,
   makeScale,
   niceTicks,
+  tickLabels,
   sizeCanvas,
   themeColors,
   tracePath,
@@ -91,13 +92,15 @@ export function drawBandChart(canvas, chart) {
   ctx.fillStyle = theme.muted;
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
-  for (const t of log ? logTicks(lo, hi) : niceTicks(lo, hi, 3)) {
+  const yTicks = log ? logTicks(lo, hi) : niceTicks(lo, hi, 3);
+    const yLabels = log ? yTicks.map(formatNumber) : tickLabels(yTicks);
+    for (const [k, t] of yTicks.entries()) {
     const y = Math.round(sy.map(t)) + 0.5;
     ctx.beginPath();
     ctx.moveTo(M.left, y);
     ctx.lineTo(width - M.right, y);
     ctx.stroke();
-    ctx.fillText(formatNumber(t), M.left - 4, y);
+    ctx.fillText(yLabels[k], M.left - 4, y);
   }
   ctx.textAlign = "center";
   ctx.textBaseline = "top";

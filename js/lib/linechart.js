@@ -172,6 +172,21 @@ export function formatNumber(v) {
 }
 
 /**
+ * Labels for axis ticks: as many decimals as the spacing of the ticks needs, so
+ * close ticks (1.3855, 1.3860) never print the same text.
+ * @param {number[]} ticks  sorted, evenly spaced (from niceTicks)
+ * @returns {string[]}
+ */
+export function tickLabels(ticks) {
+  if (ticks.length < 2) return ticks.map(formatNumber);
+  const spacing = Math.abs(ticks[1] - ticks[0]);
+  const magnitude = Math.max(...ticks.map(Math.abs));
+  if (!(spacing > 0) || magnitude >= 1e5 || magnitude < 1e-3) return ticks.map(formatNumber);
+  const decimals = Math.min(12, Math.max(0, -Math.floor(Math.log10(spacing) + 1e-9)));
+  return ticks.map((t) => t.toFixed(decimals));
+}
+
+/**
  * A step number with thousands separators ("12,345").
  * @param {number} step
  * @returns {string}

@@ -28,3 +28,10 @@ test("evenlySpaced keeps the first and last row", () => {
 test("rowNormalised scales each row to its own peak, empty rows stay zero", () => {
   assert.deepEqual([...rowNormalised([1, 2, 0, 0, 5, 10], 3, 2)], [0.5, 1, 0, 0, 0.5, 1]);
 });
+
+test("tickLabels give close ticks distinct labels", async () => {
+  const { tickLabels } = await import("../lib/linechart.js");
+  assert.deepEqual(tickLabels([1.3855, 1.386, 1.3865]), ["1.3855", "1.3860", "1.3865"]);
+  assert.deepEqual(tickLabels([0, 50, 100]), ["0", "50", "100"]);
+  assert.deepEqual(tickLabels([0, 0.5, 1]), ["0.0", "0.5", "1.0"]);
+});

@@ -140,3 +140,40 @@ def test_dashboard_scrubber_moves_every_view(nb, demo_run_path: Path) -> None:
     expect(page.locator(".nbviz-lb-detail canvas").first).to_be_visible()
     nb.screenshot("dashboard")
     assert nb.console_errors == []
+
+
+def test_clicking_a_finding_moves_the_dashboard_and_opens_the_layer(nb, tmp_path: Path) -> None:
+    nb.write(
+        "health.ipynb",
+        [
+            "import torch, nbviz\n"
+            "from torch import nn\n"
+            "torch.manual_seed(0)\n"
+            "model = nn.Sequential()\n"
+            "model.add_module('fc1', nn.Linear(16, 32)); model.add_module('act1', nn.ReLU())\n"
+            "model.add_module('fc2', nn.Linear(32, 4))\n"
+            "with torch.no_grad(): model.fc1.bias.fill_(-10.0)\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.05)\n"
+            "x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))\n"
+            f"run = nbviz.Run({str(tmp_path / 'dead')!r}); run.watch(model, every=1)\n"
+            "for step in range(30):\n"
+            "    opt.zero_grad(); loss = nn.functional.cross_entropy(model(x), y)\n"
+            "    loss.backward(); opt.step(); run.log(step, train_loss=loss)\n"
+            "run.flush()\n"
+            "dash = nbviz.Dashboard(run)\n"
+            "dash",
+        ],
+    )
+    nb.open("health.ipynb")
+    nb.run_all()
+    page = nb.page
+    finding = page.locator('.nbviz-hr-item[data-check="dead_units"]').first
+    expect(finding).to_contain_text("act1")
+    expect(page.locator('.nbviz-lb-row[data-layer="act1"] .nbviz-badge-error')).to_have_count(1)
+    finding.click()
+    wait_for_kernel(lambda: nb.kernel_eval("dash.scrubber.step"), "0")
+    wait_for_kernel(lambda: nb.kernel_eval("dash.layers.selected_layer"), "'act1'")
+    expect(page.locator(".nbviz-scrub-step")).to_contain_text("step 0")
+    expect(finding.locator(".nbviz-hr-evidence")).to_be_visible()
+    nb.screenshot("health-report")
+    assert nb.console_errors == []

@@ -91,8 +91,16 @@ class Dashboard(W.VBox):
     def _link_views(self) -> None:
         """Cross-view links: a finding opens its layer; a confusion cell selects points."""
         health, layers = self.views.get("health"), self.views.get("layers")
-        if health is not None and layers is not None and "layer" in health.trait_names():
-            W.dlink((health, "layer"), (layers, "selected_layer"))
+        if health is not None and layers is not None:
+            layers.badges = health.badges()
+            health.observe(lambda _: setattr(layers, "badges", health.badges()), "findings")
+
+            def open_layer(change: Any) -> None:
+                names = {row["name"] for row in layers.layers}
+                if change["new"] in names:
+                    layers.selected_layer = change["new"]
+
+            health.observe(open_layer, "layer")
         confusion, projector = self.views.get("confusion"), self.views.get("projector")
         if confusion is not None and projector is not None:
             if "highlight_ids" in projector.trait_names():

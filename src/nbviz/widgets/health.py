@@ -1,0 +1,147 @@
+"""HealthReport: the run's diagnosis as a list, worst first, each finding a link.
+
+Each row is one finding of ``run.diagnose()``: its severity, check, where
+(layer) and since when (step), and the message in plain words; the evidence
+opens under it. Clicking a finding sets ``step`` to the finding's step and
+``layer`` to its layer, so in the :class:`~nbviz.widgets.dashboard.Dashboard`
+the scrubber moves there and the LayerBrowser opens that layer. While the run
+grows the diagnosis is recomputed (at most every ``MIN_INTERVAL`` seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any
+
+import traitlets
+
+from nbviz.widgets.base import esm
+from nbviz.widgets.live import TRAINING_CSS, LiveView
+
+__all__ = ["HealthReport", "badges_of"]
+
+MIN_INTERVAL = 2.0
+"""Seconds between two diagnoses of a growing run."""
+
+_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def badges_of(findings: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """``{layer: [severity, text]}``: the worst finding of each layer, for LayerBrowser badges."""
+    out: dict[str, list[str]] = {}
+    for f in findings:
+        layer = f.get("layer") or ""
+        if not layer:
+            continue
+        known = out.get(layer)
+        if known is None or _RANK[f["severity"]] < _RANK[known[0]]:
+            out[layer] = [f["severity"], f["check"].replace("_", " ")]
+    return out
+
+
+class HealthReport(LiveView):
+    """The findings of ``run.diagnose()``, worst first; a click goes to the finding.
+
+    Parameters
+    ----------
+    run
+        A run (``nbviz.Run`` or ``nbviz.open_run(...)``).
+    live
+        Diagnose again while the run grows.
+
+    Traits: ``step`` (linked; set to a clicked finding's step), ``layer`` (the
+    clicked finding's layer, "" for run-level findings), ``selected`` (index of
+    the clicked finding, -1 for none), ``show_info``.
+    """
+
+    _esm = esm("health")
+
+    step = traitlets.Int(0, help="Linked step; a clicked finding sets it to its step.").tag(
+        sync=True
+    )
+    layer = traitlets.Unicode("", help="Layer of the clicked finding.").tag(sync=True)
+    selected = traitlets.Int(-1, help="Index of the clicked finding in `findings`.").tag(sync=True)
+    show_info = traitlets.Bool(True, help="List info findings too.").tag(sync=True)
+    findings = traitlets.List(
+        traitlets.Dict(), help="check, layer, step, severity, message, evidence (JSON text)"
+    ).tag(sync=True)
+
+    def __init__(self, run: Any, *, live: bool = True, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._run = run
+        self._last = 0.0
+        self._init_live([run], live)
+        with self._lock, self.hold_sync():
+            self._rebuild()
+
+    @traitlets.observe("selected")
+    def _on_selected(self, change: Any) -> None:
+        i = change["new"]
+        if 0 <= i < len(self.findings):
+            finding = self.findings[i]
+            with self.hold_sync():
+                self.layer = finding["layer"]
+                if finding["step"] is not None:
+                    self.step = int(finding["step"])
+
+    def badges(self) -> dict[str, list[str]]:
+        """The worst finding per layer, as ``LayerBrowser.badges`` takes them."""
+        return badges_of(self.findings)
+
+    def _on_run_grew(self) -> None:
+        if time.monotonic() - self._last >= MIN_INTERVAL:
+            super()._on_run_grew()
+
+    def _rebuild(self) -> None:
+        self._last = time.monotonic()
+        frame = self._run.diagnose()
+        rows = []
+        for f in frame.to_dict("records"):
+            step = f["step"]
+            rows.append(
+                {
+                    "check": str(f["check"]),
+                    "layer": str(f["layer"] or ""),
+                    "step": None if step is None or step != step else int(step),
+                    "severity": str(f["severity"]),
+                    "message": str(f["message"]),
+                    "evidence": json.dumps(
+                        {k: _jsonable(v) for k, v in (f["evidence"] or {}).items()},
+                        default=str,
+                        indent=1,
+                    ),
+                }
+            )
+        self.findings = rows
+        if self.selected >= len(rows):
+            self.selected = -1
+        self.empty = ""
+
+
+HealthReport._css = (
+    HealthReport._css
+    + TRAINING_CSS
+    + """
+.nbviz-hr-list { list-style: none; margin: 0; padding: 0; max-height: 360px; overflow: auto; }
+.nbviz-hr-item { padding: 4px 6px; border-bottom: 1px solid var(--jp-border-color2, #e0e0e0);
+  cursor: pointer; }
+.nbviz-hr-item:hover { background: var(--jp-layout-color2, #eeeeee); }
+.nbviz-hr-item.nbviz-active { outline: 2px solid var(--jp-brand-color1, #1976d2);
+  outline-offset: -2px; }
+.nbviz-hr-head { display: flex; gap: 0.6em; align-items: baseline; }
+.nbviz-hr-check { font-weight: 600; }
+.nbviz-hr-where { color: var(--jp-ui-font-color2, #616161); font-variant-numeric: tabular-nums; }
+.nbviz-hr-message { margin-top: 2px; }
+.nbviz-hr-evidence { margin: 4px 0 0 0; font-size: 0.85em; white-space: pre-wrap;
+  color: var(--jp-ui-font-color2, #616161); }
+.nbviz-hr-healthy { color: #2e7d32; }
+"""
+)
