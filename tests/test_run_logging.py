@@ -60,3 +60,17 @@ def test_prediction_inputs_are_checked(tmp_path):
             run.log_predictions(0, np.zeros((2, 3)), [0, 7])
         with pytest.raises(ValueError, match=r"ids are not unique; repeated: \[1\]"):
             run.log_predictions(0, np.zeros((2, 3)), [0, 1], ids=[1, 1])
+
+
+def test_overwrite_starts_a_run_afresh(tmp_path) -> None:
+    import nbviz
+
+    with nbviz.Run(tmp_path / "r", config={"lr": 1}) as run:
+        run.log(5, train_loss=1.0)
+    with pytest.raises(ValueError, match="already logged at step 5"):
+        with nbviz.Run(tmp_path / "r") as run:
+            run.log(0, train_loss=2.0)
+    with nbviz.Run(tmp_path / "r", overwrite=True) as run:
+        run.log(0, train_loss=2.0)
+        assert run.config == {}
+        assert run.scalars()["step"].tolist() == [0]

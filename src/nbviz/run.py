@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from nbviz import records as rec
-from nbviz.store import Reader, Writer, to_blob
+from nbviz.store import DB_NAME, Reader, Writer, to_blob
 
 if TYPE_CHECKING:  # torch is only needed to watch or evaluate a model
     from torch import nn
@@ -117,6 +117,10 @@ class Run(RunView):
         A display name (default: the directory name).
     class_names:
         Names of the classes, index = label.
+    overwrite:
+        Start the run afresh: an existing run in ``path`` is deleted first
+        (its database files only). Useful in a notebook cell that is run again;
+        without it, logging a step that is already recorded is an error.
     """
 
     def __init__(
@@ -126,10 +130,14 @@ class Run(RunView):
         *,
         name: str | None = None,
         class_names: Sequence[str] | None = None,
+        overwrite: bool = False,
     ) -> None:
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise NotADirectoryError(f"Run: {path} exists and is not a directory")
+        if overwrite:
+            for suffix in ("", "-wal", "-shm"):
+                (path / f"{DB_NAME}{suffix}").unlink(missing_ok=True)
         self._writer = Writer(path)
         super().__init__(path)
         self._probes: list[Probe] = []
