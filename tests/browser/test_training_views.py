@@ -177,3 +177,25 @@ def test_clicking_a_finding_moves_the_dashboard_and_opens_the_layer(nb, tmp_path
     expect(finding.locator(".nbviz-hr-evidence")).to_be_visible()
     nb.screenshot("health-report")
     assert nb.console_errors == []
+
+
+def test_every_view_of_an_empty_run_shows_a_message_not_a_blank_box(nb, tmp_path: Path) -> None:
+    nb.write(
+        "empty.ipynb",
+        [
+            "import nbviz, ipywidgets as W\n"
+            f"run = nbviz.Run({str(tmp_path / 'empty')!r}); run.flush()\n"
+            "views = [nbviz.LossCurves(run), nbviz.LayerBrowser(run), nbviz.Histograms(run),\n"
+            "         nbviz.StepScrubber(run), nbviz.RunsTable([run]), nbviz.HealthReport(run)]\n"
+            "W.VBox(views)",
+        ],
+    )
+    nb.open("empty.ipynb")
+    nb.run_all()
+    page = nb.page
+    for cls in ("loss-curves", "layer-browser", "histograms", "runs-table", "health"):
+        box = page.locator(f".nbviz-{cls}")
+        expect(box.locator(".nbviz-message")).to_have_count(1)
+        expect(box.locator(".nbviz-message")).not_to_have_text("")
+    nb.screenshot("empty-run")
+    assert nb.console_errors == []

@@ -123,7 +123,16 @@ class HealthReport(LiveView):
         self.findings = rows
         if self.selected >= len(rows):
             self.selected = -1
-        self.empty = ""
+        recorded = self._run.scalar_names() or self._run.recorded_layers() or self._run.splits()
+        self.empty = (
+            ""
+            if recorded
+            else (
+                f"Nothing to diagnose in {self._run.name} yet: the checks read what a probe "
+                "(run.watch(model)), run.log(step, train_loss=...) and run.evaluate(...) "
+                "record; this list fills in as they arrive."
+            )
+        )
 
 
 HealthReport._css = (
