@@ -123,7 +123,8 @@ def class_metrics(
     else:
         p = r = f = np.zeros(n)
         s = np.zeros(n, dtype=np.int64)
-    names = list(class_names) if class_names is not None else [str(i) for i in labels]
+    names = [str(c) for c in class_names] if class_names is not None else []
+    names += [str(i) for i in range(len(names), n)]  # classes beyond the names known
     return pd.DataFrame(
         {
             "class": labels,

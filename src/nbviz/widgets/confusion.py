@@ -1,0 +1,308 @@
+"""ConfusionMatrix: where a classifier errs at one evaluation, opening onto the samples.
+
+Rows are the true class, columns the predicted one. The matrix shows counts,
+or each row as fractions of the true class (the diagonal is then recall), or
+each column as fractions of the predictions (precision). Beside it: accuracy,
+macro/weighted F1, a sortable per-class table and the most-confused pairs.
+
+Clicking a cell (or a pair) sets ``selected = [true, predicted]``; Python fills
+``selected_ids`` with the ids of that cell's samples, highest loss first, and
+shows them in :attr:`ConfusionMatrix.gallery`, a :class:`SampleGallery`
+embedded under the matrix. The linked ``step`` picks the latest evaluation at
+or before it; a selection survives a change of step and its ids follow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as W
+import numpy as np
+import pandas as pd
+import traitlets
+
+from nbviz.analysis import metrics
+from nbviz.widgets.base import array_trait_payload, esm
+from nbviz.widgets.gallery import SampleGallery
+from nbviz.widgets.live import TRAINING_CSS, LiveView
+
+__all__ = ["ConfusionMatrix"]
+
+NORMALIZE = ("counts", "row", "column")
+MOST_CONFUSED = 10
+
+
+class ConfusionMatrix(LiveView):
+    """A confusion matrix with per-class metrics and the samples of a selected cell.
+
+    Parameters
+    ----------
+    run
+        A run with predictions (``run.evaluate`` or ``run.log_predictions``).
+    split
+        Which split's evaluations.
+    step
+        Linked step: the latest evaluation at or before it is shown (default: the latest).
+    normalize
+        ``"counts"``, ``"row"`` (fractions of the true class: recall) or ``"column"``
+        (fractions of the predicted class: precision); also chosen in the view.
+    live
+        Follow the run while it grows.
+    """
+
+    _esm = esm("confusion")
+
+    step = traitlets.Int(
+        0, help="Linked step; the evaluation shown is the latest at or before it."
+    ).tag(sync=True)
+    split = traitlets.Unicode("val").tag(sync=True)
+    normalize = traitlets.Enum(NORMALIZE, default_value="counts").tag(sync=True)
+    selected = traitlets.List(
+        traitlets.Int(), help="The selected cell as [true, predicted], or empty."
+    ).tag(sync=True)
+    selected_ids = traitlets.List(
+        traitlets.Int(), help="Ids of the selected cell's samples, highest loss first."
+    ).tag(sync=True)
+    eval_step = traitlets.Int(-1, help="The evaluation shown (-1: none at or before step).").tag(
+        sync=True
+    )
+    eval_steps = traitlets.List(traitlets.Int(), help="Every evaluation of the split.").tag(
+        sync=True
+    )
+    class_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    matrix = traitlets.Dict(help="[true, predicted] counts of the evaluation shown.").tag(sync=True)
+    class_table = traitlets.List(
+        help="Per class: class, name, precision, recall, f1, support."
+    ).tag(sync=True)
+    scores = traitlets.Dict(help="n, accuracy, macro_f1, weighted_f1.").tag(sync=True)
+    confused = traitlets.List(help="Most-confused pairs: true, pred, count, rate.").tag(sync=True)
+    gallery = traitlets.Instance(SampleGallery, allow_none=True).tag(
+        sync=True, **W.widget_serialization
+    )
+
+    def __init__(
+        self,
+        run: Any,
+        split: str = "val",
+        *,
+        step: int | None = None,
+        normalize: str = "counts",
+        live: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        if not isinstance(split, str) or not split:
+            raise ValueError(f"ConfusionMatrix: split must be a non-empty string, got {split!r}")
+        if normalize not in NORMALIZE:
+            raise ValueError(
+                f"ConfusionMatrix: normalize must be one of {', '.join(map(repr, NORMALIZE))}, "
+                f"got {normalize!r}"
+            )
+        splits = run.splits()
+        if splits and split not in splits:
+            raise ValueError(
+                f"ConfusionMatrix: no predictions for split {split!r} in {run.name}; "
+                f"splits with predictions: {', '.join(map(repr, splits))}"
+            )
+        if step is not None and (isinstance(step, bool) or not isinstance(step, (int, np.integer))):
+            raise TypeError(f"ConfusionMatrix: step must be an int, got {step!r}")
+        super().__init__(**kwargs)
+        self._run = run
+        self._ready = False
+        self._preds: pd.DataFrame | None = None
+        self._init_live([run], live)
+        self._indexes[0].positions()  # so that the index notices new evaluations
+        with self._lock, self.hold_sync():
+            self.split = split
+            self.normalize = normalize
+            self._read_steps()
+            self.step = (
+                int(self._steps[-1]) if step is None and len(self._steps) else int(step or 0)
+            )
+            self.gallery = SampleGallery(
+                run, ids=[], split=split, step=self.step, live=False, page_size=24
+            )
+            self.gallery.prompt = "Click a cell of the matrix to see its samples here."
+            self._ready = True
+            self._fill()
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _read_steps(self) -> None:
+        self._steps = np.asarray(self._run.prediction_steps(self.split), dtype=np.int64)
+        self.eval_steps = [int(s) for s in self._steps]
+        if not len(self._steps):
+            self.empty = (
+                f"No {self.split} predictions in {self._run.name} yet: record them with "
+                f"run.evaluate(step, model, loader, split={self.split!r}) or "
+                f"run.log_predictions(step, logits, labels, split={self.split!r}); "
+                "this view fills in as they arrive."
+            )
+        else:
+            self.empty = ""
+
+    def predictions(self) -> pd.DataFrame:
+        """The predictions frame of the evaluation in view (empty before the first one)."""
+        return (
+            self._preds
+            if self._preds is not None
+            else pd.DataFrame(columns=["step", "id", "label", "pred", "loss", "confidence"])
+        )
+
+    # -- validation and events -----------------------------------------------------------
+
+    @traitlets.validate("selected")
+    def _check_selected(self, proposal: Any) -> list[int]:
+        value = list(proposal["value"])
+        if not value:
+            return []
+        if len(value) != 2:
+            raise traitlets.TraitError(
+                f"ConfusionMatrix.selected must be [true, predicted] or [], got {value!r}"
+            )
+        n = len(self.class_names)
+        if n and not all(0 <= int(v) < n for v in value):
+            raise traitlets.TraitError(
+                f"ConfusionMatrix.selected: {value!r} is outside the {n} classes (0..{n - 1})"
+            )
+        return [int(v) for v in value]
+
+    @traitlets.observe("step")
+    def _on_step(self, change: Any) -> None:
+        if self._ready:
+            with self._lock, self.hold_sync():
+                self._fill()
+
+    @traitlets.observe("selected")
+    def _on_selected(self, change: Any) -> None:
+        if self._ready:
+            with self._lock, self.hold_sync():
+                self._fill_selection()
+
+    def select(self, true: int, pred: int) -> list[int]:
+        """Select the cell ``[true, pred]`` and return its sample ids (highest loss first)."""
+        self.selected = [int(true), int(pred)]
+        return list(self.selected_ids)
+
+    def _rebuild(self) -> None:
+        old_last = int(self._steps[-1]) if len(self._steps) else None
+        self._read_steps()
+        if len(self._steps) and (old_last is None or self.step >= old_last):
+            self.step = int(self._steps[-1])  # was showing the newest: keep following it
+        self._fill()
+
+    # -- state ---------------------------------------------------------------------------
+
+    def _fill(self) -> None:
+        at = metrics.evaluation_at(self._steps, self.step) if len(self._steps) else None
+        if at is None:
+            self._preds = None
+            self.eval_step = -1
+            self.matrix, self.class_table, self.scores, self.confused = {}, [], {}, []
+            names = self._run.class_names
+            self.class_names = [str(n) for n in names] if names is not None else []
+            self._fill_selection()
+            return
+        preds = self._run.predictions(at, split=self.split)
+        names = self._run.class_names
+        n = metrics.class_count(preds, names)
+        self._preds = preds
+        self.eval_step = at
+        self.class_names = (
+            [str(c) for c in names] if names is not None else [str(i) for i in range(n)]
+        )
+        matrix = metrics.confusion_matrix(preds, n)
+        self.matrix = {"step": at, "counts": array_trait_payload(matrix, dtype="<i4")}
+        table = metrics.class_metrics(preds, n, self.class_names)
+        self.class_table = [
+            {
+                "class": int(r["class"]),
+                "name": str(r["name"]),
+                "precision": float(r["precision"]),
+                "recall": float(r["recall"]),
+                "f1": float(r["f1"]),
+                "support": int(r["support"]),
+            }
+            for r in table.to_dict("records")
+        ]
+        s = metrics.summary(preds, n)
+        self.scores = {
+            "n": s.n,
+            "accuracy": s.accuracy,
+            "macro_f1": s.macro_f1,
+            "weighted_f1": s.weighted_f1,
+        }
+        self.confused = [
+            {
+                "true": int(r["true"]),
+                "pred": int(r["pred"]),
+                "count": int(r["count"]),
+                "rate": float(r["rate"]),
+            }
+            for r in metrics.most_confused(matrix, MOST_CONFUSED).to_dict("records")
+        ]
+        self._fill_selection()
+
+    def _fill_selection(self) -> None:
+        ids: list[int] = []
+        if self.selected and self._preds is not None:
+            true, pred = self.selected
+            ids = metrics.cell_ids(self._preds, true, pred).tolist()
+        self.selected_ids = ids
+        gallery = self.gallery
+        if gallery is not None:
+            with gallery.hold_sync():
+                gallery.step = self.eval_step if self.eval_step >= 0 else self.step
+                gallery.ids = ids
+                gallery.prompt = (
+                    "Click a cell of the matrix to see its samples here."
+                    if not self.selected
+                    else "No samples in this cell at this step."
+                )
+
+    def close(self) -> None:
+        """Stop following the run; close the view and its gallery."""
+        if self.gallery is not None:
+            self.gallery.close()
+        super().close()
+
+
+ConfusionMatrix._css = (
+    ConfusionMatrix._css
+    + TRAINING_CSS
+    + """
+.nbviz-cm-main { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+.nbviz-cm-scroll { max-width: 100%; max-height: 640px; overflow: auto; position: relative;
+  border: 1px solid var(--jp-border-color2, #e0e0e0); }
+.nbviz-cm-grid { display: grid; }
+.nbviz-cm-axis-title { font-size: 0.85em; color: var(--jp-ui-font-color2, #616161); }
+.nbviz-cm-rowlabel { overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
+  text-align: right; padding-right: 4px; font-size: 11px; box-sizing: border-box; }
+.nbviz-cm-collabel { overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
+  writing-mode: vertical-rl; transform: rotate(180deg); font-size: 11px; box-sizing: border-box;
+  padding-top: 4px; }
+.nbviz-cm-rowlabel.nbviz-active, .nbviz-cm-collabel.nbviz-active { font-weight: 700; }
+.nbviz-cm-canvas { cursor: pointer; }
+.nbviz-cm-readout { min-height: 1.3em; font-size: 0.9em; font-variant-numeric: tabular-nums; }
+.nbviz-cm-side { display: flex; flex-direction: column; gap: 8px; min-width: 260px; }
+.nbviz-cm-scores { font-variant-numeric: tabular-nums; }
+.nbviz-cm-scores b { font-weight: 600; }
+.nbviz-cm-confused { list-style: none; margin: 0; padding: 0; max-height: 180px; overflow: auto; }
+.nbviz-cm-confused button { font: inherit; border: none; background: transparent; color: inherit;
+  cursor: pointer; padding: 1px 4px; text-align: left; width: 100%; border-radius: 3px; }
+.nbviz-cm-confused button:hover, .nbviz-cm-confused button.nbviz-active {
+  background: var(--jp-layout-color3, #e0e0e0); }
+.nbviz-cm-tablewrap { max-height: 260px; overflow: auto; }
+.nbviz-cm-table { border-collapse: collapse; font-variant-numeric: tabular-nums;
+  font-size: 0.92em; }
+.nbviz-cm-table th { cursor: pointer; position: sticky; top: 0; user-select: none;
+  background: var(--jp-layout-color2, #f5f5f5); }
+.nbviz-cm-table th, .nbviz-cm-table td { padding: 1px 6px; text-align: right; }
+.nbviz-cm-table th:first-child, .nbviz-cm-table td:first-child { text-align: left;
+  max-width: 140px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.nbviz-cm-table tbody tr { cursor: pointer; }
+.nbviz-cm-table tbody tr:hover { background: var(--jp-layout-color2, #f5f5f5); }
+.nbviz-cm-title { font-weight: 600; font-size: 0.92em; }
+.nbviz-cm-gallery { margin-top: 10px; }
+.nbviz-toolbar select { font: inherit; }
+"""
+)
