@@ -124,6 +124,8 @@ def test_findings_are_json_serialisable_and_sorted_worst_first(tmp_path, digits)
     assert ranks == sorted(ranks) and ranks[0] == 0 and ranks[-1] == 2
     for evidence in findings["evidence"]:
         json.dumps(evidence, allow_nan=False)
+    assert all(s is None or type(s) is int for s in findings["step"])
+    assert findings.iloc[-1]["step"] is None  # the frozen weight has no "since when"
     assert set(findings["check"]) <= set(CHECKS)
 
 
@@ -247,14 +249,8 @@ def test_intentionally_frozen_parameters_are_info_not_a_warning(every, tmp_path,
         findings = run.diagnose()
     assert serious(findings).empty, format_findings(findings)
     row = only(findings, "stuck_weights")
-    assert (row["layer"], row["severity"]) == ("fc1", "info") and pd_na(row["step"])
+    assert (row["layer"], row["severity"], row["step"]) == ("fc1", "info", None)
     assert "frozen" in row["message"]
-
-
-def pd_na(value) -> bool:
-    import pandas as pd
-
-    return value is None or bool(pd.isna(value))
 
 
 # --------------------------------------------------------------- nonfinite

@@ -7,7 +7,7 @@ its thresholds and the reasoning behind them; a check with nothing to read (no
 probe, no validation loss, no predictions) finds nothing.
 
 Columns: ``check``, ``layer`` (a module's qualified name, ``""`` for the run),
-``step`` (since when; nullable), ``severity`` (``error`` | ``warning`` |
+``step`` (since when: an int, or None where a finding has no time), ``severity`` (``error`` | ``warning`` |
 ``info``), ``message`` (what, where, since when, what to try) and ``evidence``
 (a JSON-serialisable dict of the numbers behind it).
 """
@@ -90,7 +90,8 @@ def to_frame(findings: Sequence[Finding]) -> pd.DataFrame:
         {
             "check": [f.check for f in ranked],
             "layer": [f.layer for f in ranked],
-            "step": pd.array([f.step for f in ranked], dtype="Int64"),
+            # Python ints, None where a finding has no step (object dtype keeps both exact)
+            "step": pd.Series([f.step for f in ranked], dtype=object),
             "severity": [f.severity for f in ranked],
             "message": [f.message for f in ranked],
             "evidence": [f.evidence for f in ranked],

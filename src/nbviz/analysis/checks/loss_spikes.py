@@ -7,8 +7,18 @@ absolute deviation (scaled to a standard deviation). A step is a spike when
 
 - its robust z-score is at least :data:`MIN_Z` (10, well above the 5-6 of
   ordinary batches), and
-- it is at least :data:`MIN_RATIO` (2x) the trend, so that a converged run
-  whose noise is tiny does not report a jump from 0.010 to 0.012.
+- it is at least :data:`MIN_RATIO` (2x) the trend, and
+- the jump undoes at least :data:`MIN_UNDONE` (half) of the progress made so
+  far: ``(loss - trend) >= 0.5 * (start - trend)``, where ``start`` is the
+  median of the first ten losses.
+
+The last two matter near convergence, where the noise is tiny and skewed: a
+digits MLP at batch 64 whose loss sits at 0.005 logs single batches of 0.03
+(robust z over 10, 5x the trend), which undo 1% of the progress and mean
+nothing. Measured on digits MLPs trained 1,500 steps: batch 64 (SGD) undoes
+at most 5%, batch 16 (Adam) 24%. At batches of 8 or fewer one confidently
+wrong sample can undo it all; such a step is reported, and the batch is worth
+a look.
 
 Consecutive spiking steps form one spike (reported at its first step, with its
 peak). Each spike is a ``warning``; at most :data:`MAX_FINDINGS` are listed,
@@ -29,6 +39,9 @@ CHECK = "loss_spikes"
 WINDOW = 20
 MIN_Z = 10.0
 MIN_RATIO = 2.0
+MIN_UNDONE = 0.5
+#: Losses whose median is the starting level.
+START = 10
 MAX_FINDINGS = 5
 #: Noise floor relative to the trend: a flat loss is not infinitely sensitive.
 NOISE_FLOOR = 1e-3
@@ -48,7 +61,11 @@ def check(run: Any) -> list[Finding]:
     with np.errstate(invalid="ignore", divide="ignore"):
         z = (values - trend) / noise
         ratio = values / trend
+    start = float(np.median(values[:START]))
+    progress = np.maximum(start - trend, 0.0)
+    undone = np.nan_to_num(values - trend) >= MIN_UNDONE * progress
     spike = (np.nan_to_num(z) >= MIN_Z) & (np.nan_to_num(ratio) >= MIN_RATIO) & (trend > 0)
+    spike &= undone
     idx = np.flatnonzero(spike)
     if len(idx) == 0:
         return []
@@ -87,7 +104,12 @@ def check(run: Any) -> list[Finding]:
                     "steps": [int(s) for s in steps[g][:50]],
                     "spikes_total": len(spikes),
                     "threshold_z": MIN_Z,
+                    "start": start,
+                    "progress_undone": float((values[peak] - trend[peak]) / progress[peak])
+                    if progress[peak] > 0
+                    else None,
                     "threshold_ratio": MIN_RATIO,
+                    "threshold_undone": MIN_UNDONE,
                     "window": WINDOW,
                 },
             )

@@ -8,8 +8,11 @@ order in which the forward pass reached each module.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -94,3 +97,16 @@ def layout(run: Any) -> ModelLayout | None:
         signals=tuple(probe.get("signals", ())),
         every=probe.get("every"),
     )
+
+
+def param_stats(run: Any, signal: str, names: Sequence[str]) -> pd.DataFrame:
+    """The ``signal`` stats rows of the named parameters only (one index scan each).
+
+    Names without rows are left out; an empty frame when none has any.
+    """
+    recorded = set(run.recorded_layers(signal))
+    frames = [run.stats(signal, layer=name) for name in names if name in recorded]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return run.stats(signal, steps=[])
+    return pd.concat(frames, ignore_index=True)

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from nbviz.analysis.checks.finding import Finding, fmt, names
-from nbviz.analysis.checks.model import layout
+from nbviz.analysis.checks.model import layout, param_stats
 from nbviz.analysis.checks.robust import trailing_run_start
 
 CHECK = "stuck_weights"
@@ -85,17 +85,14 @@ def check(run: Any) -> list[Finding]:
     trainable = [p for p in lay.params if p.requires_grad]
     if not trainable or "gradients" not in lay.signals:
         return findings
-    wanted = {p.name for p in trainable}
-    grads = run.stats("gradient")
-    grads = _by_param(grads[grads["layer"].isin(wanted)])
+    wanted = [p.name for p in trainable]
+    grads = _by_param(param_stats(run, "gradient", wanted))
     if not grads:
         return findings  # no parameter gradient captured yet
     weights = updates = {}
     if "weights" in lay.signals:
-        w = run.stats("weight")
-        weights = _by_param(w[w["layer"].isin(wanted)])
-        u = run.stats("update")
-        updates = _by_param(u[u["layer"].isin(wanted)])
+        weights = _by_param(param_stats(run, "weight", wanted))
+        updates = _by_param(param_stats(run, "update", wanted))
 
     stuck: dict[str, list[dict[str, Any]]] = defaultdict(list)
     no_grad: dict[str, list[str]] = defaultdict(list)
