@@ -157,6 +157,9 @@ class Lab:
         return kernel_eval(self, expr, notebook=notebook, timeout=timeout)
 
 
+_CLIENTS: dict[str, Any] = {}
+
+
 def kernel_eval(lab: Lab, expr: str, notebook: str | None = None, timeout: float = 30) -> str:
     """See ``Lab.kernel_eval``."""
     from jupyter_client import BlockingKernelClient
@@ -170,15 +173,17 @@ def kernel_eval(lab: Lab, expr: str, notebook: str | None = None, timeout: float
             f"kernel_eval: need exactly one session for notebook={notebook!r}, open: {paths}"
         )
     kid = sessions[0]["kernel"]["id"]
-    kc = BlockingKernelClient(connection_file=str(lab.runtime_dir / f"kernel-{kid}.json"))
-    kc.load_connection_file()
-    kc.start_channels()
-    try:
-        reply = kc.execute_interactive(
-            "", silent=True, user_expressions={"v": expr}, timeout=timeout
-        )
-    finally:
-        kc.stop_channels()
+    # one client per kernel, reused: a client per call (tests poll) runs out of file descriptors
+    kc = _CLIENTS.get(kid)
+    if kc is None:
+        for old in _CLIENTS.values():  # earlier tests' kernels are gone
+            old.stop_channels()
+        _CLIENTS.clear()
+        kc = BlockingKernelClient(connection_file=str(lab.runtime_dir / f"kernel-{kid}.json"))
+        kc.load_connection_file()
+        kc.start_channels()
+        _CLIENTS[kid] = kc
+    reply = kc.execute_interactive("", silent=True, user_expressions={"v": expr}, timeout=timeout)
     result = reply["content"]["user_expressions"]["v"]
     if result.get("status") != "ok":
         raise AssertionError(
