@@ -5,7 +5,12 @@ batch 64) and an MLP 784-512-512-512-10 (batch 256). Configurations are run in
 interleaved blocks; each block measures every configuration and its ratio to the
 uninstrumented baseline of the same block, and the table shows the median ratio.
 
-    python benchmarks/probe_overhead.py [--blocks 12] [--steps 8] [--threads N]
+    python benchmarks/probe_overhead.py [--blocks 12] [--steps 10] [--warmup 10] [--threads N]
+
+Each block starts every tool afresh and runs ``--warmup`` untimed steps first, so
+one-off work at a tool's first log (nbviz fixes histogram ranges at its first
+capture) is not counted as per-step overhead; with ``--steps`` a multiple of 10,
+every timed window holds exactly one nbviz capture at the defaults.
 
 TensorBoard and wandb columns appear when those packages are installed
 (``pip install -e '.[bench]'``, done by ``make bench``).
@@ -133,12 +138,14 @@ def wandb_config(log_freq: int) -> Config | None:
     return make
 
 
-def time_block(model, opt, x, y, config: Config, steps: int, start: int, tmp: Path) -> float:
-    """Seconds per step for ``steps`` steps (after one warm-up step) under ``config``."""
+def time_block(
+    model, opt, x, y, config: Config, steps: int, warmup: int, start: int, tmp: Path
+) -> float:
+    """Seconds per step for ``steps`` steps (after ``warmup`` untimed steps) under ``config``."""
     with config(model, tmp) as after:
         step = start
-        for i in range(steps + 1):
-            if i == 1:
+        for i in range(warmup + steps):
+            if i == warmup:
                 t0 = time.perf_counter()
             opt.zero_grad()
             loss = nn.functional.cross_entropy(model(x), y)
@@ -149,7 +156,9 @@ def time_block(model, opt, x, y, config: Config, steps: int, start: int, tmp: Pa
         return (time.perf_counter() - t0) / steps
 
 
-def measure(name: str, configs: dict[str, Config], blocks: int, steps: int) -> dict[str, float]:
+def measure(
+    name: str, configs: dict[str, Config], blocks: int, steps: int, warmup: int
+) -> dict[str, float]:
     make, batch = WORKLOADS[name]
     torch.manual_seed(0)
     model = make()
@@ -168,8 +177,8 @@ def measure(name: str, configs: dict[str, Config], blocks: int, steps: int) -> d
             for key in order:
                 tmp = Path(d) / f"{key}-{b}".replace(" ", "_").replace("=", "")
                 tmp.mkdir()
-                times[key] = time_block(model, opt, x, y, configs[key], steps, step, tmp)
-                step += steps + 1
+                times[key] = time_block(model, opt, x, y, configs[key], steps, warmup, step, tmp)
+                step += warmup + steps
             base_times.append(times["uninstrumented"])
             for key in configs:
                 ratios[key].append(times[key] / times["uninstrumented"])
@@ -182,6 +191,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--blocks", type=int, default=12)
     parser.add_argument("--steps", type=int, default=10, help="steps per block and config")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=10,
+        help="untimed steps per block before timing (covers each tool's first, one-off log)",
+    )
     parser.add_argument(
         "--threads", type=int, default=None, help="torch threads (default: torch's)"
     )
@@ -205,10 +220,13 @@ def main() -> None:
         )
     missing = [k for k, v in configs.items() if v is None]
     active = {k: v for k, v in configs.items() if v is not None}
-    results = {name: measure(name, active, args.blocks, args.steps) for name in WORKLOADS}
+    results = {
+        name: measure(name, active, args.blocks, args.steps, args.warmup) for name in WORKLOADS
+    }
     print(
         f"\nstep time / uninstrumented (median of {args.blocks} interleaved blocks of "
-        f"{args.steps} steps; torch threads {torch.get_num_threads()})\n"
+        f"{args.steps} steps after {args.warmup} warm-up steps; "
+        f"torch threads {torch.get_num_threads()})\n"
     )
     print(f"| {'configuration':<36} | {'CNN':>7} | {'MLP':>7} |")
     print(f"|{'-' * 38}|{'-' * 9}|{'-' * 9}|")

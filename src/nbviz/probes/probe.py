@@ -185,12 +185,15 @@ class Probe:
             (n, "gradient") for n, _ in self.params
         ]
         self._hist: dict[tuple[str, str], st.HistState] = {}
+        self._scratch = st.Scratch() if self.device.type == "cpu" else None
         self._shapes: dict[str, list[int]] = {}
         self._exec_order: dict[str, int] = {}
         self._unit_dims: dict[str, int | None] = {}
 
         # weights: initial values (distance from init) and a buffer for the update
         self._watch_weights = "weights" in self.signals
+        self._watch_acts = "activations" in self.signals
+        self._watch_grads = "gradients" in self.signals
         if self._watch_weights:
             with torch.no_grad():
                 self._init = [p.detach().clone() for _, p in self.params]
@@ -209,7 +212,7 @@ class Probe:
         self._active = False  # inside a training forward of the root
         self._capture: st.StepCapture | None = None
         self._capture_hist = False
-        self._pgrad_parts: dict[int, list[torch.Tensor]] = {}
+        self._pgrad_parts: dict[int, tuple] = {}  # parameter index -> measured gradient
         self._callback_pending = False
         self._summary_written = False
         self.steps_seen = 0
@@ -219,7 +222,8 @@ class Probe:
         self._handles.append(root.register_forward_pre_hook(self._on_root_pre))
         self._handles.append(root.register_forward_hook(self._on_root_post))
         for name, module in self.modules:
-            self._handles.append(module.register_forward_hook(partial(self._on_output, name)))
+            hook = partial(self._on_output, name, self._act_slots[name])
+            self._handles.append(module.register_forward_hook(hook))
         self._optimizer = optimizer
         if optimizer is not None:
             self._handles.append(optimizer.register_step_post_hook(self._on_optimizer_step))
@@ -326,7 +330,7 @@ class Probe:
         self._counter += 1
         self.steps_seen += 1
         capture = self._tag % self.every == 0
-        self._capture = st.StepCapture(self.bins) if capture else None
+        self._capture = st.StepCapture(self.bins, self._scratch) if capture else None
         self._capture_hist = capture and self._tag % self.hist_every == 0
         self._pgrad_parts = {}
         if capture and self._watch_weights:
@@ -348,17 +352,38 @@ class Probe:
         self._write_summary()
 
     # ------------------------------------------------------------------ hooks
-    def _on_output(self, name: str, module: nn.Module, args: Any, output: Any) -> None:
+    def _on_output(self, name: str, slot: int, module: nn.Module, args: Any, output: Any) -> None:
         if not self._active:
             return
-        path, live = find_tensor(output)
-        x = live
+        if type(output) is torch.Tensor and name in self._shapes:
+            # the common case: a plain tensor from a module already seen
+            live = output if output.is_floating_point() else None
+        else:
+            live = self._first_output(name, module, output)
+        if live is None:
+            return
+        x = live.detach()
+        self._sentinel.add(slot, x.sum(dtype=torch.float32) if x.element_size() < 4 else x.sum())
+        capture = self._capture
+        if capture is None:
+            return
+        if self._watch_acts:
+            ud = self._unit_dims.get(name)
+            if ud is not None and (x.dim() <= ud or x.shape[ud] != self._shapes[name][ud]):
+                ud = None  # the unit count changed: statistics only
+            capture.add_clean((name, "activation"), x, ud, self._hist_for(name, "activation"))
+        if self._watch_grads and live.requires_grad:
+            live.register_hook(partial(self._on_output_grad, name))
+
+    def _first_output(self, name: str, module: nn.Module, output: Any) -> torch.Tensor | None:
+        """The tensor to watch in ``output``; on a module's first call, notes about it."""
+        path, x = find_tensor(output)
         if name not in self._shapes:
             self._exec_order.setdefault(name, len(self._exec_order))
             if x is None:
                 self._shapes[name] = None  # type: ignore[assignment]
                 self._module_notes[name] = f"skipped: output is {describe(output)}"
-                return
+                return None
             self._shapes[name] = list(x.shape)
             ud = unit_dim(module, x.dim())
             if ud is not None and x.shape[ud] > MAX_UNITS:
@@ -367,34 +392,13 @@ class Probe:
             self._unit_dims[name] = ud
             if path:
                 self._module_notes[name] = f"recorded {path_text(path)} of {describe(output)}"
-        if x is None:
-            return
-        x = x.detach()
-        slot = self._act_slots[name]
-        self._sentinel.add(slot, _checksum(x))
-        capture = self._capture
-        if capture is None:
-            return
-        if "activations" in self.signals:
-            ud = self._unit_dims.get(name)
-            if (
-                ud is not None
-                and x.dim() > ud
-                and x.shape[ud] != (self._shapes[name] or [0, 0])[ud]
-            ):
-                ud = None  # the unit count changed: statistics only
-            parts = st.tensor_stats(x, unit_dim=ud, hist=self._hist_for(name, "activation"))
-            units = x.shape[ud] if ud is not None else 0
-            capture.add((name, "activation"), parts, self._capture_hist, units)
-        if "gradients" in self.signals and live.requires_grad:
-            live.register_hook(partial(self._on_output_grad, name))
+        return x
 
     def _on_output_grad(self, name: str, grad: torch.Tensor) -> None:
         capture = self._capture
         if capture is None or grad is None:
             return
-        parts = st.tensor_stats(grad, hist=self._hist_for(name, "gradient"))
-        capture.add((name, "gradient"), parts, self._capture_hist, 0)
+        capture.add_clean((name, "gradient"), grad, None, self._hist_for(name, "gradient"))
 
     def _after_backward(self) -> None:
         """Runs once when a backward pass through the watched model completes."""
@@ -412,12 +416,13 @@ class Probe:
             # one sum per gradient: half the cost of a batched norm on CPU
             self._sentinel.add_many(slots, [_checksum(g) for g in grads])
         self._sentinel.commit(self._counter)
-        if self._capture is not None and "gradients" in self.signals:
+        if self._capture is not None and self._watch_grads:
             for slot, g in zip(slots, grads, strict=True):
                 name = self.params[slot - base][0]
-                # .grad accumulates: the last backward of the step has the step's total
-                self._pgrad_parts[slot - base] = st.tensor_stats(
-                    g, hist=self._hist_for(name, "gradient")
+                # .grad accumulates: the last backward of the step has the step's total.
+                # Measured now: zero_grad(set_to_none=False) or clipping may change it later
+                self._pgrad_parts[slot - base] = self._capture.measure_clean(
+                    (name, "gradient"), g, None, self._hist_for(name, "gradient")
                 )
 
     # --------------------------------------------------------------- records
@@ -432,28 +437,27 @@ class Probe:
 
     def _record_capture(self, capture: st.StepCapture) -> None:
         extra: list[torch.Tensor] = []
-        for j, parts in self._pgrad_parts.items():
-            capture.add((self.params[j][0], "gradient"), parts, self._capture_hist, 0)
+        for measured in self._pgrad_parts.values():
+            capture.add_measured(measured)
         self._pgrad_parts = {}
         if self._watch_weights:
             with torch.no_grad():
                 current = [p.detach() for _, p in self.params]
-                # distance from init and the step's update: norms only, batched
-                init_dist = torch._foreach_norm(torch._foreach_sub(current, self._init))
-                update = torch._foreach_norm(torch._foreach_sub(current, self._prev))
-                norms = torch.stack([t.float().to(self.device) for t in (*init_dist, *update)])
+                # the step's update (in the copy taken when the step began) and the
+                # distance from init: norms only, batched
+                # (in place: fresh model-sized temporaries cost page faults on CPU)
+                torch._foreach_sub_(self._prev, current)
+                update = torch._foreach_norm(self._prev)
+                torch._foreach_copy_(self._prev, current)
+                torch._foreach_sub_(self._prev, self._init)
+                init_dist = torch._foreach_norm(self._prev)
+                extra.append(torch.stack([*init_dist, *update]))
                 for (name, _), w in zip(self.params, current, strict=True):
-                    capture.add(
-                        (name, "weight"),
-                        st.tensor_stats(w, hist=self._hist_for(name, "weight")),
-                        self._capture_hist,
-                        0,
-                    )
-            extra.append(norms)
-        extra.append(self._sentinel.first_bad.double())
-        entries, flat, extras = capture.to_host(extra)
+                    capture.add_raw((name, "weight"), w, self._hist_for(name, "weight"))
+        extra.append(self._sentinel.first_bad)
+        flat, extras = capture.to_host(extra)
         self.captures += 1
-        results = st.combine(entries, flat)  # keyed by (layer, signal)
+        results = st.combine(capture.entries, flat)  # keyed by (layer, signal)
         norms = extras[0] if self._watch_weights else None
         self._emit(results, norms)
         self._report_nonfinite(first_bad=extras[-1])

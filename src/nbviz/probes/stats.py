@@ -4,26 +4,55 @@ Every value here is additive (counts, sums, sums of squares, per-unit sums,
 histogram counts) or an extreme (min/max), so captures of several calls of one
 module, several micro-batches, or several ranks combine exactly.
 
-Cost model (CPU, measured): a float reduction such as ``sum`` is ~0.1 ns per
-element, an element-wise op that writes a tensor ~0.2 ns, a boolean reduction
-10x more; so everything below uses float ops only, and histograms bin a fixed
-strided subsample (statistics stay exact on the full tensor).
+Cost model (CPU, measured): each torch op costs a few microseconds of dispatch
+plus ~0.03-0.1 ns per element read (reductions) or ~0.1 ns per element written;
+boolean reductions (``count_nonzero``, ``isfinite().sum()``) are 5-30x slower
+than float ones, ``vector_norm(ord=0)`` 100x. So every statistic below is a float
+op, counts that the host knows (the element count) are not computed, and all the
+results of one step go to the host in one ``torch.cat`` and one copy.
+
+Two ways to read a tensor:
+
+* ``clean`` (activations, output and parameter gradients: tensors that are gone
+  or may change before the step ends): non-finite elements are replaced by zero
+  first and counted, so the moments never turn NaN.
+* ``raw`` (weights, read when the step ends and unchanged until the host copy):
+  the moments are taken as they are. ``aminmax`` propagates NaN and infinities,
+  so a finite min and max prove that no element is non-finite; when one is not
+  finite the host recomputes that tensor the ``clean`` way (a rare, second copy).
+
+On the CPU there is no device to wait for: reading a 0-d result costs what an op
+costs. There both ways start with ``aminmax`` and read it; a finite tensor (the
+common case) then skips the cleaning and the non-finite count (half the element
+passes), a non-finite one takes the ``clean`` way at once. On accelerators the
+branch-free ways above are used, so nothing waits for the device before the
+step's one copy.
+
+Histograms bin a fixed strided subsample (statistics stay exact on the full
+tensor). Their range is fixed at the first capture of each (layer, signal); once
+the host knows it, binning is a ``clamp``, a scale and one ``bincount`` with an
+underflow and an overflow bin (``histc`` is twice as slow at these sizes).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-#: Statistic vector layout, one per captured tensor.
+#: Statistic vector layout on the host, one per slot and step.
 STAT_FIELDS = ("count", "sum", "sumsq", "min", "max", "nonzero", "nonfinite")
 N_STATS = len(STAT_FIELDS)
+_SUM, _SUMSQ, _MIN, _MAX, _NONZERO, _NONFINITE = 1, 2, 3, 4, 5, 6
 
 #: At most this many elements of a tensor are binned for its histogram.
 HIST_SAMPLE = 8192
+
+#: Float32 sums of 0/1 values are exact below this many terms.
+_EXACT_F32 = 2**24
 
 #: Padding of the histogram range fixed at the first capture, as a fraction of the
 #: observed span on each side, per signal: weights spread and activations grow
@@ -46,6 +75,11 @@ def _sample_stride(numel: int) -> int:
     return candidate
 
 
+def _cheap_to_read(t: torch.Tensor) -> bool:
+    """Whether reading a 0-d result of ``t`` makes nobody wait (true on the CPU)."""
+    return t.device.type == "cpu"
+
+
 def _float(x: torch.Tensor) -> torch.Tensor:
     x = x.detach()
     if x.dtype not in (torch.float32, torch.float64):
@@ -55,12 +89,19 @@ def _float(x: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class HistState:
-    """Per (layer, signal): histogram range fixed at the first capture, kept on the device."""
+    """Per (layer, signal): the histogram range, fixed at the first capture.
+
+    The first capture computes the range on the device (``lo_dev``/``hi_dev``) and
+    sends it to the host with the step's numbers; from then on ``lo``/``hi`` are
+    host floats and binning is a ``clamp``, a scale and one ``bincount``.
+    """
 
     bins: int
     padding: float
-    lo: torch.Tensor | None = None  # 0-d, on the tensor's device
-    hi: torch.Tensor | None = None
+    lo: float | None = None
+    hi: float | None = None
+    lo_dev: torch.Tensor | None = None  # 0-d, until the host knows the range
+    hi_dev: torch.Tensor | None = None
 
     def fix_range(self, sample: torch.Tensor) -> None:
         mn, mx = torch.aminmax(sample)
@@ -68,70 +109,67 @@ class HistState:
         span = torch.where(span > 0, span, mx.abs().clamp(min=1e-12))
         lo = torch.where(mn >= 0, torch.zeros_like(mn), mn - self.padding * span)
         hi = mx + self.padding * span
-        self.lo, self.hi = lo, hi
+        self.lo_dev, self.hi_dev = lo, hi
 
-    def counts(self, sample: torch.Tensor) -> torch.Tensor:
-        """``[underflow, bins..., overflow, lo, hi]`` for a finite sample, as float64."""
-        if self.lo is None or self.lo.device != sample.device:
-            self.fix_range(sample)
-        assert self.lo is not None and self.hi is not None
-        scale = self.bins / (self.hi - self.lo)
-        idx = ((sample - self.lo) * scale).floor_().clamp_(-1, self.bins).add_(1).long()
-        out = torch.zeros(self.bins + 2, dtype=torch.float64, device=sample.device)
-        out.index_add_(0, idx, torch.ones_like(idx, dtype=torch.float64))
-        return torch.cat([out, torch.stack([self.lo, self.hi]).double()])
+    def set_range(self, lo: float, hi: float) -> None:
+        """The range, now on the host (first one wins)."""
+        if self.lo is None:
+            self.lo, self.hi = lo, hi
+            self.lo_dev = self.hi_dev = None
+
+    def counts(self, sample: torch.Tensor, finite: bool = False) -> tuple[torch.Tensor, bool]:
+        """``[underflow, bins..., overflow]`` of a sample, plus ``[lo, hi]`` if not yet on host.
+
+        Returns the counts and whether the range was appended. NaN is not binned;
+        infinities fall in the underflow/overflow bins. ``finite``: the caller
+        knows the sample holds no NaN.
+        """
+        if self.lo is not None:
+            assert self.hi is not None
+            width = (self.hi - self.lo) / self.bins
+            start = self.lo - width
+            # bin 0 takes everything below lo, bin bins+1 everything at or above hi
+            idx = sample.clamp(start, self.hi).sub_(start).mul_(1.0 / width)
+            if finite:
+                return torch.bincount(idx.long(), minlength=self.bins + 2), False
+            weights = (sample == sample).to(sample.dtype)  # NaN weighs nothing
+            idx = torch.nan_to_num_(idx, nan=0.0)
+            return torch.bincount(idx.long(), weights, minlength=self.bins + 2), False
+        if self.lo_dev is None or self.lo_dev.device != sample.device:
+            self.fix_range(torch.nan_to_num(sample, nan=0.0, posinf=0.0, neginf=0.0))
+        assert self.lo_dev is not None and self.hi_dev is not None
+        inf = float("inf")
+        values = torch.nan_to_num(sample, nan=0.0, posinf=inf, neginf=-inf)
+        scale = self.bins / (self.hi_dev - self.lo_dev)
+        idx = ((values - self.lo_dev) * scale).floor_().clamp_(-1, self.bins).add_(1).long()
+        out = torch.zeros(self.bins + 2, dtype=sample.dtype, device=sample.device)
+        out.index_add_(0, idx, (sample == sample).to(sample.dtype))  # NaN weighs nothing
+        return torch.cat([out, torch.stack([self.lo_dev, self.hi_dev]).to(out.dtype)]), True
 
 
-def tensor_stats(
-    x: torch.Tensor,
-    *,
-    unit_dim: int | None = None,
-    hist: HistState | None = None,
-) -> list[torch.Tensor]:
-    """Statistics of ``x`` as device tensors: ``[stats(7)]`` + ``[hist(bins+4)]`` + units.
+class Scratch:
+    """A reusable CPU buffer for element-wise temporaries, one per dtype.
 
-    Non-finite elements are counted and replaced by zero before the moments, so a
-    NaN never turns the mean or the histogram into NaN. Units (when ``unit_dim``
-    is given): per-unit count of non-zero elements and per-unit sum.
+    Allocating a fresh megabyte-sized temporary at every capture costs page faults
+    (the allocator hands large freed blocks back to the system between captures);
+    one buffer the size of the largest watched tensor does not.
     """
-    xf = _float(x)
-    n = xf.numel()
-    xc = torch.nan_to_num(xf, nan=0.0, posinf=0.0, neginf=0.0)
-    flat = xc.reshape(-1)
-    # elements that are not finite: x*0 is 0 exactly where x is finite
-    nonfinite = torch.nan_to_num_(xf.mul(0.0), nan=1.0, posinf=1.0, neginf=1.0).sum()
-    mn, mx = torch.aminmax(flat)
-    nz_elems = flat.sign().abs_()
-    out: list[torch.Tensor] = []
-    if unit_dim is not None:
-        dims = [d for d in range(xc.dim()) if d != unit_dim]
-        unit_nonzero = nz_elems.view(xc.shape).sum(dim=dims)
-        unit_sum = xc.sum(dim=dims)
-        nonzero = unit_nonzero.sum()
-        total = unit_sum.sum()
-    else:
-        nonzero = nz_elems.sum()
-        total = flat.sum()
-    vec = torch.stack(
-        [
-            torch.full((), float(n), dtype=flat.dtype, device=flat.device),
-            total,
-            torch.dot(flat, flat),
-            mn,
-            mx,
-            nonzero,
-            nonfinite,
-        ]
-    ).double()
-    out.append(vec)
-    if hist is not None:
-        stride = _sample_stride(n)
-        sample = flat[::stride][:HIST_SAMPLE] if stride > 1 else flat
-        out.append(hist.counts(sample))
-    if unit_dim is not None:
-        out.append(unit_nonzero.double())
-        out.append(unit_sum.double())
-    return out
+
+    def __init__(self) -> None:
+        self._buffers: dict[torch.dtype, torch.Tensor] = {}
+
+    def like(self, flat: torch.Tensor) -> torch.Tensor:
+        """An uninitialised 1-d tensor with ``flat``'s size and dtype, valid until the next call."""
+        n = flat.numel()
+        buf = self._buffers.get(flat.dtype)
+        if buf is None or buf.numel() < n:
+            buf = self._buffers[flat.dtype] = torch.empty(n, dtype=flat.dtype)
+        return buf[:n]
+
+
+def _hist_sample(flat: torch.Tensor) -> torch.Tensor:
+    stride = _sample_stride(flat.numel())
+    return flat[::stride][:HIST_SAMPLE] if stride > 1 else flat
 
 
 @dataclass
@@ -139,39 +177,200 @@ class Entry:
     """One captured tensor: where its numbers go once they reach the host."""
 
     slot: Hashable  # the (layer, signal) the numbers belong to
-    hist: bool
-    units: int  # number of units, 0 when none
-    sizes: tuple[int, ...] = field(default=())
+    count: int
+    scalars: tuple[int, ...]  # STAT_FIELDS indices of the 0-d results, in order
+    units: int = 0  # number of units (per-unit nonzero count and sum follow), 0 when none
+    hist: HistState | None = None
+    hist_range: bool = False  # the histogram counts are followed by [lo, hi]
+    source: torch.Tensor | None = None  # raw entries: the tensor, for the rare clean redo
+    vector_sizes: tuple[int, ...] = field(default=())
+
+
+def clean_parts(
+    x: torch.Tensor,
+    unit_dim: int | None = None,
+    hist: HistState | None = None,
+    scratch: Scratch | None = None,
+) -> tuple[tuple[int, ...], list[torch.Tensor], list[torch.Tensor], bool]:
+    """Statistics of ``x`` with non-finite elements counted and left out of the moments.
+
+    Returns ``(fields, scalars, vectors, hist_range)``: 0-d results for the listed
+    STAT_FIELDS, then vectors (per-unit nonzero count and sum, histogram).
+    Without units the sum and nonzero count are scalars; with units they are
+    the host's sums of the per-unit vectors.
+    """
+    xf = _float(x)
+    n = xf.numel()
+    flat = xf.reshape(-1)
+    if _cheap_to_read(flat):
+        mn, mx = torch.aminmax(flat)
+        lo, hi = mn.item(), mx.item()
+        if math.isfinite(lo) and math.isfinite(hi):
+            return _finite_parts(xf, flat, mn, mx, lo >= 0, unit_dim, hist, scratch)
+    xc = torch.nan_to_num(flat, nan=0.0, posinf=0.0, neginf=0.0)
+    # x*0 is 0 exactly where x is finite, NaN elsewhere
+    bad = torch.nan_to_num_(flat.mul(0.0), nan=1.0)
+    nonfinite = bad.sum(dtype=torch.float64) if n >= _EXACT_F32 else bad.sum()
+    mn, mx = torch.aminmax(xc)
+    sumsq = torch.dot(xc, xc)
+    sign = xc.sign()
+    vectors: list[torch.Tensor] = []
+    if unit_dim is not None:
+        shape = xf.shape
+        dims = [d for d in range(len(shape)) if d != unit_dim]
+        per_unit = n // max(shape[unit_dim], 1)
+        dtype = torch.float64 if per_unit >= _EXACT_F32 else None
+        vectors.append(sign.abs_().view(shape).sum(dim=dims, dtype=dtype))
+        vectors.append(xc.view(shape).sum(dim=dims))
+        fields: tuple[int, ...] = (_SUMSQ, _MIN, _MAX, _NONFINITE)
+        scalars = [sumsq, mn, mx, nonfinite]
+    else:
+        nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
+        fields = (_SUM, _SUMSQ, _MIN, _MAX, _NONZERO, _NONFINITE)
+        scalars = [xc.sum(), sumsq, mn, mx, nonzero, nonfinite]
+    with_range = False
+    if hist is not None:
+        counts, with_range = hist.counts(_hist_sample(flat))
+        vectors.append(counts)
+    return fields, scalars, vectors, with_range
+
+
+def _finite_parts(
+    xf: torch.Tensor,
+    flat: torch.Tensor,
+    mn: torch.Tensor,
+    mx: torch.Tensor,
+    nonnegative: bool,
+    unit_dim: int | None,
+    hist: HistState | None,
+    scratch: Scratch | None,
+) -> tuple[tuple[int, ...], list[torch.Tensor], list[torch.Tensor], bool]:
+    """``clean_parts`` of a tensor known to be finite: no cleaning, nothing non-finite to count."""
+    n = flat.numel()
+    sign = torch.sign(flat, out=scratch.like(flat)) if scratch is not None else flat.sign()
+    vectors: list[torch.Tensor] = []
+    if unit_dim is not None:
+        shape = xf.shape
+        dims = [d for d in range(len(shape)) if d != unit_dim]
+        dtype = torch.float64 if n // max(shape[unit_dim], 1) >= _EXACT_F32 else None
+        if not nonnegative:  # signs of a ReLU output are already 0 or 1
+            sign.abs_()
+        vectors.append(sign.view(shape).sum(dim=dims, dtype=dtype))
+        vectors.append(xf.sum(dim=dims))
+        fields: tuple[int, ...] = (_SUMSQ, _MIN, _MAX)
+        scalars = [torch.dot(flat, flat), mn, mx]
+    else:
+        nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
+        fields = (_SUM, _SUMSQ, _MIN, _MAX, _NONZERO)
+        scalars = [flat.sum(), torch.dot(flat, flat), mn, mx, nonzero]
+    with_range = False
+    if hist is not None:
+        counts, with_range = hist.counts(_hist_sample(flat), finite=True)
+        vectors.append(counts)
+    return fields, scalars, vectors, with_range
+
+
+def raw_parts(
+    x: torch.Tensor, hist: HistState | None = None, scratch: Scratch | None = None
+) -> tuple[tuple[int, ...], list[torch.Tensor], list[torch.Tensor], bool]:
+    """Statistics of ``x`` as it is (see the module docstring): 4 reductions and a sign."""
+    xf = _float(x)
+    flat = xf.reshape(-1)
+    n = flat.numel()
+    mn, mx = torch.aminmax(flat)
+    if _cheap_to_read(flat):
+        lo, hi = mn.item(), mx.item()
+        if math.isfinite(lo) and math.isfinite(hi):
+            return _finite_parts(xf, flat, mn, mx, lo >= 0, None, hist, scratch)
+        return clean_parts(x, None, hist)
+    # sign(NaN) is 0 and sign(inf) is 1, but a non-finite tensor is redone anyway
+    sign = flat.sign()
+    nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
+    scalars = [flat.sum(), torch.dot(flat, flat), mn, mx, nonzero]
+    vectors: list[torch.Tensor] = []
+    with_range = False
+    if hist is not None:
+        counts, with_range = hist.counts(_hist_sample(flat))
+        vectors.append(counts)
+    return (_SUM, _SUMSQ, _MIN, _MAX, _NONZERO), scalars, vectors, with_range
 
 
 class StepCapture:
     """Collects the device tensors of one capture step; one host copy at the end."""
 
-    def __init__(self, bins: int) -> None:
+    def __init__(self, bins: int, scratch: Scratch | None = None) -> None:
         self.bins = bins
+        self.scratch = scratch
         self.entries: list[Entry] = []
-        self.tensors: list[torch.Tensor] = []
+        self.scalars: list[torch.Tensor] = []
+        self.vectors: list[torch.Tensor] = []
 
-    def add(self, slot: Hashable, parts: list[torch.Tensor], hist: bool, units: int) -> None:
-        self.entries.append(Entry(slot, hist, units, tuple(p.numel() for p in parts)))
-        self.tensors.extend(parts)
+    def add_clean(
+        self,
+        slot: Hashable,
+        x: torch.Tensor,
+        unit_dim: int | None = None,
+        hist: HistState | None = None,
+    ) -> None:
+        """Statistics of a tensor that may be gone (or changed) when the step ends."""
+        self.add_measured(self.measure_clean(slot, x, unit_dim, hist))
+
+    def measure_clean(
+        self,
+        slot: Hashable,
+        x: torch.Tensor,
+        unit_dim: int | None = None,
+        hist: HistState | None = None,
+    ) -> tuple[Entry, list[torch.Tensor], list[torch.Tensor]]:
+        """``add_clean``'s numbers without adding them yet (see ``add_measured``)."""
+        fields, scalars, vectors, with_range = clean_parts(x, unit_dim, hist, self.scratch)
+        units = x.shape[unit_dim] if unit_dim is not None else 0
+        return Entry(slot, x.numel(), fields, units, hist, with_range), scalars, vectors
+
+    def add_measured(self, measured: tuple[Entry, list[torch.Tensor], list[torch.Tensor]]) -> None:
+        self._add(*measured)
+
+    def add_raw(self, slot: Hashable, x: torch.Tensor, hist: HistState | None = None) -> None:
+        """Statistics of a tensor that stays alive until the step's host copy."""
+        fields, scalars, vectors, with_range = raw_parts(x, hist, self.scratch)
+        # on CPU raw_parts has already checked the tensor and cleaned it if needed
+        source = None if _cheap_to_read(x) else x.detach()
+        self._add(
+            Entry(slot, x.numel(), fields, 0, hist, with_range, source=source),
+            scalars,
+            vectors,
+        )
+
+    def _add(self, entry: Entry, scalars: list, vectors: list) -> None:
+        entry.vector_sizes = tuple(v.numel() for v in vectors)
+        self.entries.append(entry)
+        self.scalars.extend(scalars)
+        self.vectors.extend(vectors)
 
     def __len__(self) -> int:
         return len(self.entries)
 
-    def to_host(self, extra: list[torch.Tensor] = ()) -> tuple[list[Entry], np.ndarray, list]:
-        """Copy everything (plus ``extra`` tensors) to the host in one transfer."""
-        pieces = [t.reshape(-1).double() for t in self.tensors]
-        extra_flat = [t.reshape(-1).double() for t in extra]
-        if not pieces and not extra_flat:
-            return self.entries, np.zeros(0), []
-        flat = torch.cat(pieces + extra_flat).cpu().numpy()
-        n_main = sum(p.numel() for p in pieces)
+    def to_host(self, extra: list[torch.Tensor] = ()) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Copy every result (plus ``extra`` tensors) to the host in one transfer.
+
+        Returns the step's flat float64 array and the ``extra`` pieces from it.
+        """
+        pieces: list[torch.Tensor] = []
+        if self.scalars:
+            pieces.append(torch.stack(self.scalars))  # promotes mixed float dtypes
+        pieces.extend(v.reshape(-1) for v in self.vectors)
+        pieces.extend(t.reshape(-1) for t in extra)
+        if not pieces:
+            return np.zeros(0), []
+        # a float64 piece first makes torch.cat promote everything to float64 (exactly)
+        head = torch.zeros(0, dtype=torch.float64, device=pieces[0].device)
+        flat = torch.cat([head, *pieces]).cpu().numpy()
+        n_main = len(self.scalars) + sum(v.numel() for v in self.vectors)
         extras, off = [], n_main
-        for t in extra_flat:
+        for t in extra:
             extras.append(flat[off : off + t.numel()])
             off += t.numel()
-        return self.entries, flat[:n_main], extras
+        return flat[:n_main], extras
 
 
 @dataclass
@@ -187,16 +386,53 @@ class SlotResult:
     unit_mismatch: bool = False
 
 
-def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult]:
-    """Sum the captured vectors per slot (min/max for the extremes)."""
-    results: dict[Hashable, SlotResult] = {}
+def _redo_clean(entries: list[tuple[int, Entry]], parts: dict[int, tuple]) -> None:
+    """Recompute raw entries that saw a non-finite value, the clean way (one more copy)."""
+    capture = StepCapture(0)
+    for _, e in entries:
+        assert e.source is not None
+        capture.add_clean(e.slot, e.source, None, None)
+    flat, _ = capture.to_host()
+    n = len(capture.scalars)
     off = 0
-    for e in entries:
-        parts = []
-        for size in e.sizes:
-            parts.append(flat[off : off + size])
-            off += size
-        stats = parts[0]
+    for (i, e), ce in zip(entries, capture.entries, strict=True):
+        k = len(ce.scalars)
+        stats = np.zeros(N_STATS)
+        stats[0] = e.count
+        stats[list(ce.scalars)] = flat[off : off + k]
+        off += k
+        parts[i] = (stats, parts[i][1])
+    assert off == n
+
+
+def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult]:
+    """Per slot: sums of the captured vectors (min/max for the extremes)."""
+    n_scalars = sum(len(e.scalars) for e in entries)
+    scalars, vectors = flat[:n_scalars], flat[n_scalars:]
+    parts: dict[int, tuple[np.ndarray, list[np.ndarray]]] = {}
+    redo: list[tuple[int, Entry]] = []
+    s_off = v_off = 0
+    for i, e in enumerate(entries):
+        stats = np.zeros(N_STATS)
+        k = len(e.scalars)
+        stats[list(e.scalars)] = scalars[s_off : s_off + k]
+        s_off += k
+        vecs = []
+        for size in e.vector_sizes:
+            vecs.append(vectors[v_off : v_off + size])
+            v_off += size
+        if e.units:
+            stats[_NONZERO] = vecs[0].sum()
+            stats[_SUM] = vecs[1].sum()
+        stats[0] = e.count
+        if e.source is not None and not (math.isfinite(stats[_MIN]) and math.isfinite(stats[_MAX])):
+            redo.append((i, e))
+        parts[i] = (stats, vecs)
+    if redo:
+        _redo_clean(redo, parts)
+    results: dict[Hashable, SlotResult] = {}
+    for i, e in enumerate(entries):
+        stats, vecs = parts[i]
         res = results.get(e.slot)
         if res is None:
             res = results[e.slot] = SlotResult(stats=stats.copy())
@@ -205,26 +441,31 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
             s[[0, 1, 2, 5, 6]] += stats[[0, 1, 2, 5, 6]]
             s[3] = min(s[3], stats[3])
             s[4] = max(s[4], stats[4])
-        i = 1
-        if e.hist:
-            counts, lo, hi = parts[i][:-2], parts[i][-2], parts[i][-1]
-            if res.hist is None:
-                res.hist, res.hist_range = counts.copy(), (float(lo), float(hi))
-            else:
-                res.hist += counts
-            i += 1
+        j = 0
         if e.units:
-            nz, us = parts[i], parts[i + 1]
+            nz, us = vecs[0], vecs[1]
+            j = 2
             if res.unit_nonzero is None and not res.unit_mismatch:
                 res.unit_nonzero, res.unit_sum = nz.copy(), us.copy()
-                res.unit_count = stats[0] / e.units
+                res.unit_count = e.count / e.units
             elif res.unit_nonzero is not None and res.unit_nonzero.shape == nz.shape:
                 res.unit_nonzero += nz
                 res.unit_sum += us
-                res.unit_count += stats[0] / e.units
+                res.unit_count += e.count / e.units
             else:
                 res.unit_mismatch = True
                 res.unit_nonzero = res.unit_sum = None
+        if e.hist is not None:
+            counts = vecs[j]
+            if e.hist_range:
+                lo, hi = float(counts[-2]), float(counts[-1])
+                counts = counts[:-2]
+                e.hist.set_range(lo, hi)
+            if res.hist is None:
+                assert e.hist.lo is not None and e.hist.hi is not None
+                res.hist, res.hist_range = counts.copy(), (e.hist.lo, e.hist.hi)
+            else:
+                res.hist += counts
     return results
 
 
