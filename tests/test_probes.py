@@ -238,7 +238,7 @@ def test_with_block_closes_the_probe(tmp_path):
         assert probe.closed and _hook_count(model) == 0
 
 
-def test_recorded_statistics_match_the_tensors(tmp_path):
+def test_recorded_statistics_match_the_tensors(tmp_path, read_path):
     torch.manual_seed(0)
     model = mlp()
     captured = {}
@@ -403,7 +403,17 @@ def test_nan_is_reported_at_the_exact_step_and_layer(tmp_path):
     assert not ((activation["layer"] == "0") & (activation["step"] == 13)).any()
 
 
-def test_nonfinite_values_are_counted_not_propagated(tmp_path):
+@pytest.fixture(params=["cpu_checks", "branch_free"])
+def read_path(request, monkeypatch):
+    """Run a test both ways: CPU reads of 0-d results, and the accelerators' branch-free path."""
+    if request.param == "branch_free":
+        from nbviz.probes import stats
+
+        monkeypatch.setattr(stats, "_cheap_to_read", lambda t: False)
+    return request.param
+
+
+def test_nonfinite_values_are_counted_not_propagated(tmp_path, read_path):
     class Inf(nn.Module):
         def forward(self, x):
             x = x.clone()
@@ -421,6 +431,38 @@ def test_nonfinite_values_are_counted_not_propagated(tmp_path):
         row = run.stats("activation", layer="1").iloc[0]
     assert row["nonfinite"] == 8
     assert np.isfinite(row["mean"]) and np.isfinite(row["std"])
+
+
+def test_nonfinite_weights_and_gradients_are_counted_not_propagated(tmp_path, read_path):
+    torch.manual_seed(0)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, every=1)
+
+        def poison(grad):
+            grad = grad.clone()
+            grad[0, :3] = float("nan")
+            grad[1, 0] = float("inf")
+            return grad
+
+        for step, (x, y) in enumerate(batches(3)):
+            opt.zero_grad()
+            handle = model[4].weight.register_hook(poison) if step == 2 else None
+            nn.functional.cross_entropy(model(x), y).backward()
+            if handle is not None:
+                handle.remove()
+            opt.step()
+            run.log(step, train_loss=1.0)
+        probe.close()
+        grad = run.stats("gradient", layer="4.weight", steps=2).iloc[0]
+        weight = run.stats("weight", layer="4.weight", steps=2).iloc[0]
+    assert grad["nonfinite"] == 4 and weight["nonfinite"] == 4
+    w = model[4].weight.detach().double().numpy()
+    finite = w[np.isfinite(w)]
+    assert weight["mean"] == pytest.approx(finite.mean(), rel=1e-5)
+    assert weight["std"] == pytest.approx(finite.std(), rel=1e-4)
+    assert weight["min"] == pytest.approx(finite.min()) and np.isfinite(grad["std"])
 
 
 def test_memory_stays_flat_over_2000_steps(tmp_path):
