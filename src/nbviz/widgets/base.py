@@ -231,3 +231,14 @@ def array_from_payload(payload: dict[str, Any]) -> np.ndarray:
             f"got {buf.nbytes}"
         )
     return np.frombuffer(buf, dtype=dt).reshape(shape)
+
+
+def steps_payload(values: Any) -> dict[str, Any]:
+    """Steps as a binary payload: int32 when they fit (the usual case), else float64.
+
+    JavaScript reads both as exact numbers; int64 would need BigInt handling.
+    """
+    a = np.asarray(values, dtype=np.int64)
+    if len(a) == 0 or (a.min() >= -(2**31) and a.max() < 2**31):
+        return array_trait_payload(a, dtype="<i4")
+    return array_trait_payload(a, dtype="<f8")

@@ -23,7 +23,7 @@ import numpy as np
 import traitlets
 
 from nbviz.store import MissingStepError
-from nbviz.widgets.base import array_trait_payload, esm
+from nbviz.widgets.base import array_trait_payload, esm, steps_payload
 from nbviz.widgets.live import TRAINING_CSS, LiveView, count_text, evenly
 
 __all__ = ["LayerBrowser"]
@@ -47,13 +47,6 @@ STAT_FIELDS = ("mean", "std", "min", "max", "norm", "zero_frac", "rel", "nonfini
 
 def _f8(values: Any) -> dict[str, Any]:
     return array_trait_payload(np.asarray(values, dtype=np.float64))
-
-
-def _steps(values: Any) -> dict[str, Any]:
-    a = np.asarray(values, dtype=np.int64)
-    if len(a) == 0 or (a.min() >= -(2**31) and a.max() < 2**31):
-        return array_trait_payload(a, dtype="<i4")
-    return array_trait_payload(a, dtype="<f8")
 
 
 def _shape_text(shape: Any) -> str:
@@ -301,7 +294,7 @@ class LayerBrowser(LiveView):
                     rows_i = li[ok].to_numpy(dtype=np.int64)
                     cols_j = frame["step"][ok].map(col).to_numpy(dtype=np.int64)
                     matrix[rows_i, cols_j] = frame[column][ok].to_numpy(dtype=np.float64)
-            spark[metric] = {"steps": _steps(sample), "values": _f8(matrix)}
+            spark[metric] = {"steps": steps_payload(sample), "values": _f8(matrix)}
             shown = max(shown, len(sample))
             total = max(total, len(steps))
         self.spark = spark
@@ -397,7 +390,7 @@ class LayerBrowser(LiveView):
                     "signal": signal,
                     "layer": layer,
                     "label": label,
-                    "steps": _steps(data["step"]),
+                    "steps": steps_payload(data["step"]),
                     **{f: _f8(data[f]) for f in STAT_FIELDS},
                 }
             )
@@ -422,7 +415,12 @@ class LayerBrowser(LiveView):
         index = self._indexes[0]
         steps = index.steps("activation")
         i = int(np.searchsorted(steps, self.step, "right")) - 1
-        empty = {"layer": name, "steps": _steps([]), "values": _f8(np.zeros((0, 0))), "units": 0}
+        empty = {
+            "layer": name,
+            "steps": steps_payload([]),
+            "values": _f8(np.zeros((0, 0))),
+            "units": 0,
+        }
         if len(steps) == 0:
             self._dead_window = None
             return {**empty, "notice": "no per-unit statistics yet"}
@@ -449,7 +447,7 @@ class LayerBrowser(LiveView):
         notice = ", ".join(t for t in (window, text) if t)
         return {
             "layer": name,
-            "steps": _steps(ust[keep]),
+            "steps": steps_payload(ust[keep]),
             "values": array_trait_payload(values[keep], dtype="<f4"),
             "units": int(units),
             "notice": notice,

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.widgets.base import array_trait_payload, esm
+from nbviz.widgets.base import array_trait_payload, esm, steps_payload
 from nbviz.widgets.live import TRAINING_CSS, LiveView, Series, count_text
 
 __all__ = ["LossCurves", "minmax_downsample", "nonfinite_breaks", "split_name"]
@@ -107,12 +107,6 @@ def minmax_downsample(
     out = values[keep].copy()
     out[~np.isfinite(out)] = np.nan
     return steps[keep], out
-
-
-def _steps_payload(steps: np.ndarray) -> dict[str, Any]:
-    if len(steps) == 0 or (steps.min() >= -(2**31) and steps.max() < 2**31):
-        return array_trait_payload(steps, dtype="<i4")
-    return array_trait_payload(steps.astype(np.float64))
 
 
 def _values_payload(values: np.ndarray) -> dict[str, Any]:
@@ -214,7 +208,7 @@ class LossCurves(LiveView):
                         "name": name,
                         "stem": stem,
                         "split": split,
-                        "steps": _steps_payload(steps),
+                        "steps": steps_payload(steps),
                         "values": _values_payload(values),
                         "stride": len(raw.steps) / max(len(steps), 1),
                         "total": len(raw.steps),
@@ -260,7 +254,7 @@ class LossCurves(LiveView):
                 item: dict[str, Any] = {"id": entry["id"], "total": b - a}
                 item["stride"] = (b - a) / max(len(steps), 1)
                 for field, payload in (
-                    ("steps", _steps_payload(steps)),
+                    ("steps", steps_payload(steps)),
                     ("values", _values_payload(values)),
                 ):
                     item[field] = {

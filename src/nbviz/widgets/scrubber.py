@@ -14,17 +14,10 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.widgets.base import array_trait_payload, esm
+from nbviz.widgets.base import array_trait_payload, esm, steps_payload
 from nbviz.widgets.live import TRAINING_CSS, LiveView
 
 __all__ = ["StepScrubber"]
-
-
-def _int_payload(a: np.ndarray) -> dict[str, Any]:
-    a = np.asarray(a, dtype=np.int64)
-    if len(a) == 0 or (a.min() >= -(2**31) and a.max() < 2**31):
-        return array_trait_payload(a, dtype="<i4")
-    return array_trait_payload(a, dtype="<f8")
 
 
 class StepScrubber(LiveView):
@@ -89,7 +82,7 @@ class StepScrubber(LiveView):
         at_end = len(old) > 0 and self.step >= int(old[-1])
         self._positions = index.positions()
         n = len(self._positions)
-        self.positions = _int_payload(self._positions)
+        self.positions = steps_payload(self._positions)
         self.stride = max(1, math.ceil(n / 400))
         if n == 0:
             self.empty = (
@@ -120,7 +113,7 @@ class StepScrubber(LiveView):
                 values.append(hit[1])
         self.scalars_at = {
             "names": names,
-            "steps": _int_payload(np.array(steps, dtype=np.int64)),
+            "steps": steps_payload(np.array(steps, dtype=np.int64)),
             "values": array_trait_payload(np.array(values, dtype=np.float64)),
         }
 
