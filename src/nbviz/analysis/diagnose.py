@@ -7,8 +7,8 @@ its thresholds and the reasoning behind them; a check with nothing to read (no
 probe, no validation loss, no predictions) finds nothing.
 
 Columns: ``check``, ``layer`` (a module's qualified name, ``""`` for the run),
-``step`` (since when: an int, or None where a finding has no time), ``severity`` (``error`` | ``warning`` |
-``info``), ``message`` (what, where, since when, what to try) and ``evidence``
+``step`` (since when: an int, or None where a finding has no time),
+``severity`` (``error`` | ``warning`` | ``info``), ``message`` (what, where, since when, what to try) and ``evidence``
 (a JSON-serialisable dict of the numbers behind it).
 """
 
