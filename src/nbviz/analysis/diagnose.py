@@ -8,8 +8,9 @@ probe, no validation loss, no predictions) finds nothing.
 
 Columns: ``check``, ``layer`` (a module's qualified name, ``""`` for the run),
 ``step`` (since when: an int, or None where a finding has no time),
-``severity`` (``error`` | ``warning`` | ``info``), ``message`` (what, where, since when, what to try) and ``evidence``
-(a JSON-serialisable dict of the numbers behind it).
+``severity`` (``error`` | ``warning`` | ``info``), ``message`` (what, where,
+since when, what to try) and ``evidence`` (a JSON-serialisable dict of the
+numbers behind it).
 """
 
 from __future__ import annotations
