@@ -1,0 +1,152 @@
+// Pure helpers of the embedding projector: point colours by mode, point size by
+// count, a minimal linear scale (what regl-scatterplot keeps in step with its
+// camera), and box <-> data-space conversions. No DOM, no WebGL: unit-tested in node.
+import { MISSING_RGB, paletteFor, rgbToHex, viridis } from "./color.js";
+
+/** Bins of the continuous colour modes (confidence, loss). */
+export const BINS = 32;
+
+/**
+ * @typedef {object} PointArrays
+ * @property {number} n
+ * @property {ArrayLike<number>} label  class codes; `missing` where unknown
+ * @property {ArrayLike<number>} pred
+ * @property {ArrayLike<number>} confidence  bytes 0..254, 255 unknown
+ * @property {ArrayLike<number>} loss  bytes 0..254 (log scale), 255 unknown
+ * @property {number} n_classes
+ * @property {number} missing
+ */
+
+/**
+ * Category index of every point for a colour mode, and the colours of the categories.
+ * The last colour is always the grey of "unknown".
+ * @param {"label" | "prediction" | "correct" | "confidence" | "loss" | "none"} mode
+ * @param {PointArrays} p
+ * @returns {{codes: Float32Array, colors: string[]}}
+ */
+export function colourCodes(mode, p) {
+  const n = p.n;
+  const codes = new Float32Array(n);
+  const grey = rgbToHex(MISSING_RGB);
+  if (mode === "label" || mode === "prediction") {
+    const src = mode === "label" ? p.label : p.pred;
+    const k = Math.max(1, p.n_classes);
+    const palette = paletteFor(k);
+    const colors = Array.from({ length: k }, (_, i) => palette[i % palette.length]);
+    for (let i = 0; i < n; i++) {
+      const v = src[i];
+      codes[i] = v === p.missing || v >= k ? k : v;
+    }
+    return { codes, colors: [...colors, grey] };
+  }
+  if (mode === "correct") {
+    for (let i = 0; i < n; i++) {
+      const a = p.label[i];
+      const b = p.pred[i];
+      codes[i] = a === p.missing || b === p.missing ? 2 : a === b ? 0 : 1;
+    }
+    return { codes, colors: ["#2e7d32", "#d32f2f", grey] };
+  }
+  if (mode === "confidence" || mode === "loss") {
+    const src = mode === "confidence" ? p.confidence : p.loss;
+    const colors = Array.from({ length: BINS }, (_, i) => rgbToHex(viridis(i / (BINS - 1))));
+    for (let i = 0; i < n; i++) {
+      const v = src[i];
+      codes[i] = v === 255 ? BINS : Math.min(BINS - 1, Math.floor((v / 254) * BINS));
+    }
+    return { codes, colors: [...colors, grey] };
+  }
+  return { codes, colors: ["#1565c0", grey] };
+}
+
+/**
+ * Point size in CSS px: big for a few hundred points, 1 px for a million.
+ * @param {number} n
+ * @returns {number}
+ */
+export function pointSize(n) {
+  if (n <= 1) return 6;
+  return Math.max(1, Math.min(6, 6 - 1.1 * Math.log10(n / 1000)));
+}
+
+/**
+ * @typedef {object} LinearScale
+ * @property {(d?: number[]) => any} domain  get, or set and return the scale
+ * @property {(r?: number[]) => any} range
+ * @property {(v: number) => number} invert  range value -> domain value
+ * @property {(v: number) => number} apply   domain value -> range value
+ * @property {() => LinearScale} copy
+ */
+
+/**
+ * A linear scale with the d3 surface regl-scatterplot uses (domain, range, copy).
+ * @param {number[]} [domain]
+ * @param {number[]} [range]
+ * @returns {LinearScale}
+ */
+export function linearScale(domain = [-1, 1], range = [0, 1]) {
+  let d = [...domain];
+  let r = [...range];
+  /** @type {LinearScale} */
+  const scale = {
+    domain(v) {
+      if (v === undefined) return [...d];
+      d = [...v];
+      return scale;
+    },
+    range(v) {
+      if (v === undefined) return [...r];
+      r = [...v];
+      return scale;
+    },
+    invert(v) {
+      return d[0] + ((v - r[0]) / (r[1] - r[0] || 1)) * (d[1] - d[0]);
+    },
+    apply(v) {
+      return r[0] + ((v - d[0]) / (d[1] - d[0] || 1)) * (r[1] - r[0]);
+    },
+    copy() {
+      return linearScale(d, r);
+    },
+  };
+  return scale;
+}
+
+/**
+ * A dragged box (CSS px inside the plot) as a polygon in data space.
+ * @param {{x0: number, y0: number, x1: number, y1: number}} box
+ * @param {LinearScale} xScale
+ * @param {LinearScale} yScale
+ * @returns {[number, number][]}
+ */
+export function boxToData(box, xScale, yScale) {
+  const xa = xScale.invert(Math.min(box.x0, box.x1));
+  const xb = xScale.invert(Math.max(box.x0, box.x1));
+  const ya = yScale.invert(Math.max(box.y0, box.y1));
+  const yb = yScale.invert(Math.min(box.y0, box.y1));
+  return [
+    [xa, ya],
+    [xb, ya],
+    [xb, yb],
+    [xa, yb],
+  ];
+}
+
+/**
+ * Indices of the points inside an axis-aligned data-space rectangle.
+ * @param {Float32Array} xy  interleaved x, y
+ * @param {[number, number][]} polygon  from boxToData
+ * @returns {number[]}
+ */
+export function pointsInBox(xy, polygon) {
+  const xs = polygon.map((p) => p[0]);
+  const ys = polygon.map((p) => p[1]);
+  const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
+  const out = [];
+  for (let i = 0; i < xy.length / 2; i++) {
+    const x = xy[2 * i];
+    const y = xy[2 * i + 1];
+    if (x >= x0 && x <= x1 && y >= y0 && y <= y1) out.push(i);
+  }
+  return out;
+}

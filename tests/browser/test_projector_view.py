@@ -1,0 +1,117 @@
+"""The embedding projector in a real JupyterLab: 100k points drawn with WebGL, a box
+dragged over them selects exactly the points inside, in the kernel."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from playwright.sync_api import expect
+
+import nbviz
+
+
+def wait_until(read: Callable[[], str], ok: Callable[[str], bool], timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    value = read()
+    while not ok(value):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"value stayed {value!r}")
+        time.sleep(0.2)
+        value = read()
+    return value
+
+
+def big_run(path: Path, n: int = 100_000, k: int = 10) -> Path:
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=6.0, size=(k, 16))
+    labels = rng.integers(0, k, size=n)
+    feats = (centres[labels] + rng.normal(size=(n, 16))).astype(np.float32)
+    logits = np.eye(k, dtype=np.float32)[labels] * 3 + rng.normal(size=(n, k)).astype(np.float32)
+    with nbviz.Run(path) as run:
+        run.log_predictions(10, logits, labels, ids=np.arange(n))
+        run.log_embeddings(10, feats, ids=np.arange(n))
+    return path
+
+
+def test_box_select_on_100k_points_sets_the_ids_inside(nb, tmp_path: Path) -> None:
+    run_dir = big_run(tmp_path / "big")
+    nb.write(
+        "projector.ipynb",
+        [
+            "import nbviz\n"
+            f"run = nbviz.open_run({str(run_dir)!r})\n"
+            "pj = nbviz.EmbeddingProjector(run, method='pca')\n"
+            "pj",
+        ],
+    )
+    nb.open("projector.ipynb")
+    nb.run_all()
+    page = nb.page
+    view = page.locator(".nbviz-projector")
+    expect(view).to_have_attribute("data-drawn", "100000", timeout=60_000)
+    expect(view.locator(".nbviz-pj-step")).to_have_text("step 10")
+    expect(view.locator(".nbviz-projector-legend > span")).to_have_count(10)
+    nb.screenshot("projector-100k")
+
+    view.locator(".nbviz-pj-mode-box").click()
+    stage = view.locator(".nbviz-projector-stage")
+    box = stage.bounding_box()
+    assert box is not None and box["width"] > 200
+    x0, y0 = box["x"] + 0.35 * box["width"], box["y"] + 0.3 * box["height"]
+    x1, y1 = box["x"] + 0.6 * box["width"], box["y"] + 0.65 * box["height"]
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move((x0 + x1) / 2, (y0 + y1) / 2, steps=4)
+    page.mouse.move(x1, y1, steps=4)
+    page.mouse.up()
+    n = int(wait_until(lambda: nb.kernel_eval("len(pj.selected_ids)"), lambda v: int(v) > 0))
+    polygon = json.loads(view.get_attribute("data-last-box") or "null")
+    xs, ys = [p[0] for p in polygon], [p[1] for p in polygon]
+    nb.run_code(
+        "f = pj.points_frame()\n"
+        f"inside = f[(f.x >= {min(xs)!r}) & (f.x <= {max(xs)!r}) & "
+        f"(f.y >= {min(ys)!r}) & (f.y <= {max(ys)!r})]\n"
+        "expected = sorted(int(i) for i in inside.id)"
+    )
+    assert nb.kernel_eval("len(expected)") == str(n)
+    assert nb.kernel_eval("expected == pj.selected_ids") == "True"
+    expect(view.locator(".nbviz-pj-selected")).to_contain_text(f"{n:,} selected")
+    # the selection reaches the gallery, highest loss first
+    losses = "list(f.set_index('id').loss.reindex(pj.gallery.ids))"
+    assert nb.kernel_eval(f"{losses} == sorted({losses}, reverse=True)") == "True"
+    assert int(nb.kernel_eval("len(pj.gallery.ids)")) == min(n, 2000)
+
+    # clearing empties the selection in the kernel
+    view.locator(".nbviz-pj-clear").click()
+    wait_until(lambda: nb.kernel_eval("len(pj.selected_ids)"), lambda v: v == "0")
+
+    # colour by correct/wrong redraws with a two-entry legend
+    view.locator(".nbviz-pj-color").select_option("correct")
+    wait_until(lambda: nb.kernel_eval("pj.color_by"), lambda v: v == "'correct'")
+    expect(view.locator(".nbviz-projector-legend > span")).to_have_count(2)
+
+
+def test_a_chosen_method_replaces_pca_when_ready(nb, demo_run_path: Path) -> None:
+    nb.write(
+        "projector-tsne.ipynb",
+        [
+            "import nbviz\n"
+            f"run = nbviz.open_run({str(demo_run_path)!r})\n"
+            "pj = nbviz.EmbeddingProjector(run, method='pca', params={'seed': 7})\n"
+            "pj",
+        ],
+    )
+    nb.open("projector-tsne.ipynb")
+    nb.run_all()
+    view = nb.page.locator(".nbviz-projector")
+    expect(view).to_have_attribute("data-method", "pca", timeout=30_000)
+    n = nb.kernel_eval("pj.points['n']")
+    view.locator(".nbviz-pj-method").select_option("tsne")
+    wait_until(lambda: nb.kernel_eval("pj.method"), lambda v: v == "'tsne'")
+    expect(view).to_have_attribute("data-method", "tsne", timeout=120_000)
+    assert view.get_attribute("data-drawn") == n
+    assert nb.kernel_eval("pj.params['seed']") == "7"  # kept across the change of method
