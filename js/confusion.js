@@ -2,6 +2,9 @@
 // fractions) with class names on both axes, the overall scores, the most-confused
 // pairs and a sortable per-class table. Clicking a cell or a pair sets `selected`;
 // Python answers with `selected_ids` and fills the embedded SampleGallery.
+// With a comparison step the cells show the change since that evaluation and two
+// buttons list the samples that flipped (right -> wrong, wrong -> right) between
+// them; a click sets `selected_flip` and the gallery shows those samples.
 // Class names come from data: they go in with textContent only.
 import { mix, rgbToCss } from "./lib/color.js";
 import { el, message } from "./lib/dom.js";
@@ -49,6 +52,30 @@ export function normalized(counts, n, by) {
   return out;
 }
 
+const GAIN = /** @type {[number, number, number]} */ ([33, 102, 172]);
+const LOSS = /** @type {[number, number, number]} */ ([214, 96, 77]);
+const WHITE = /** @type {[number, number, number]} */ ([255, 255, 255]);
+
+/**
+ * Colour of a cell's change since the compared evaluation: blue where a diagonal
+ * (correct) cell grew or an error cell shrank, red the other way; white for none.
+ * @param {number} delta
+ * @param {boolean} diagonal
+ * @param {number} peak  largest |delta| of the matrix
+ * @returns {number[]} rgb
+ */
+export function changeColor(delta, diagonal, peak) {
+  if (!delta || !(peak > 0)) return [...WHITE];
+  const good = diagonal ? delta > 0 : delta < 0;
+  return mix(WHITE, good ? GAIN : LOSS, Math.sqrt(Math.min(1, Math.abs(delta) / peak)));
+}
+
+/**
+ * A change as text: "+3", "−2", "0".
+ * @param {number} v
+ */
+export const signed = (v) => (v > 0 ? `+${v}` : v < 0 ? `\u2212${-v}` : "0");
+
 /** @param {number} v */
 const percent = (v) => `${(100 * v).toFixed(v >= 0.1 || v === 0 ? 0 : 1)}%`;
 
@@ -73,11 +100,16 @@ function render({ model, el: root }) {
     ])
   );
   const stepText = el("span", { class: "nbviz-cm-step" });
+  const compareSelect = /** @type {HTMLSelectElement} */ (
+    el("select", { class: "nbviz-cm-compare", attrs: { "aria-label": "compare with" } })
+  );
+  const flipBox = el("div", { class: "nbviz-cm-flips" });
   const clearButton = /** @type {HTMLButtonElement} */ (
     el("button", { class: "nbviz-cm-clear", text: "clear selection", attrs: { type: "button" } })
   );
   const toolbar = el("div", { class: "nbviz-toolbar" }, [
     el("label", {}, ["show", modeSelect]),
+    el("label", {}, ["compare with", compareSelect]),
     stepText,
     clearButton,
   ]);
@@ -105,6 +137,7 @@ function render({ model, el: root }) {
   const table = el("table", { class: "nbviz-cm-table" }, [tableHead, tableBody]);
   const side = el("div", { class: "nbviz-cm-side" }, [
     scores,
+    flipBox,
     el("div", { class: "nbviz-cm-title", text: "most confused (true \u2192 predicted)" }),
     confused,
     el("div", { class: "nbviz-cm-title", text: "per class" }),
@@ -114,7 +147,7 @@ function render({ model, el: root }) {
   const galleryHost = el("div", { class: "nbviz-cm-gallery" });
   const body = el("div", {}, [toolbar, main, galleryHost]);
 
-  /** @type {{n: number, counts: ArrayLike<number>, shown: Float64Array, max: number} | null} */
+  /** @type {{n: number, counts: ArrayLike<number>, shown: Float64Array, max: number, delta: ArrayLike<number> | null, peak: number} | null} */
   let data = null;
   /** @type {((e: {clientX: number, clientY: number}) => ({row: number, col: number} | null)) | null} */
   let cellFromEvent = null;
@@ -135,7 +168,11 @@ function render({ model, el: root }) {
     const shown = normalized(arr.data, n, model.get("normalize"));
     let max = 0;
     for (let i = 0; i < shown.length; i++) max = Math.max(max, shown[i]);
-    data = { n, counts: arr.data, shown, max };
+    const cmp = model.get("compare") || {};
+    const delta = cmp.delta ? decodeArray(cmp.delta).data : null;
+    let peak = 0;
+    if (delta) for (let i = 0; i < delta.length; i++) peak = Math.max(peak, Math.abs(Number(delta[i])));
+    data = { n, counts: arr.data, shown, max, delta: delta && delta.length === n * n ? delta : null, peak };
   };
 
   const drawMatrix = () => {
@@ -145,7 +182,7 @@ function render({ model, el: root }) {
       return;
     }
     scroll.style.display = "";
-    const { n, shown, max } = data;
+    const { n, shown, max, delta, peak } = data;
     const cell = cellSize(n);
     const size = cell * n;
     grid.style.gridTemplateColumns = `${LABEL_W}px ${size}px`;
@@ -153,13 +190,16 @@ function render({ model, el: root }) {
     const sel = /** @type {number[]} */ (model.get("selected") || []);
     const by = model.get("normalize");
     const scale = by === "counts" ? max : 1;
-    const drawn = drawHeatmap(canvas, shown, {
+    const cellIndex = Float64Array.from({ length: n * n }, (_, i) => i);
+    const drawn = drawHeatmap(canvas, delta ? cellIndex : shown, {
       rows: n,
       cols: n,
       width: size,
       height: size,
       gap: n <= 30 ? 1 : 0,
-      scale: (v) => mix(LOW, HIGH, scale > 0 ? Math.sqrt(v / scale) : 0),
+      scale: delta
+        ? (i) => changeColor(Number(delta[i]), Math.floor(i / n) === i % n, peak)
+        : (v) => mix(LOW, HIGH, scale > 0 ? Math.sqrt(v / scale) : 0),
       selected: sel.length === 2 ? [sel[0], sel[1]] : null,
       selectedColor: "#d81b60",
     });
@@ -171,6 +211,13 @@ function render({ model, el: root }) {
       ctx.textBaseline = "middle";
       for (let r = 0; r < n; r++) {
         for (let c = 0; c < n; c++) {
+          if (delta) {
+            const d = Number(delta[r * n + c]);
+            if (d === 0) continue;
+            ctx.fillStyle = peak > 0 && Math.abs(d) / peak > 0.55 ? "#ffffff" : "#1f1f1f";
+            ctx.fillText(signed(d), (c + 0.5) * cell, (r + 0.5) * cell);
+            continue;
+          }
           const v = shown[r * n + c];
           if (v === 0) continue;
           const dark = scale > 0 && Math.sqrt(v / scale) > 0.55;
@@ -216,6 +263,40 @@ function render({ model, el: root }) {
       item("accuracy", s.accuracy),
       item("macro F1", s.macro_f1),
       item("weighted F1", s.weighted_f1),
+    );
+  };
+
+  const drawCompare = () => {
+    const steps = /** @type {number[]} */ (model.get("eval_steps") || []);
+    const at = Number(model.get("compare_step"));
+    const options = [el("option", { text: "nothing", attrs: { value: "-1" } })];
+    for (const s of steps) options.push(el("option", { text: `step ${s}`, attrs: { value: String(s) } }));
+    if (at >= 0 && !steps.includes(at)) options.push(el("option", { text: `step ${at}`, attrs: { value: String(at) } }));
+    compareSelect.replaceChildren(...options);
+    compareSelect.value = String(at >= 0 ? at : -1);
+    const cmp = model.get("compare") || {};
+    if (!(at >= 0)) {
+      flipBox.replaceChildren();
+      return;
+    }
+    if (!(cmp.step >= 0)) {
+      flipBox.replaceChildren(el("span", { class: "nbviz-muted", text: cmp.notice || "nothing to compare with" }));
+      return;
+    }
+    const chosen = model.get("selected_flip");
+    const button = (/** @type {string} */ which, /** @type {string} */ text, /** @type {number} */ count) => {
+      const b = el("button", {
+        class: ["nbviz-cm-flip", chosen === which ? "nbviz-active" : ""],
+        text: `${text}: ${count}`,
+        attrs: { type: "button", "data-flip": which, title: `show the ${count} samples that went ${text}` },
+      });
+      b.addEventListener("click", () => save(model, { selected_flip: chosen === which ? "" : which }));
+      return b;
+    };
+    flipBox.replaceChildren(
+      el("span", { class: "nbviz-cm-title", text: `since step ${cmp.step} (${cmp.common} samples in both; cells show the change):` }),
+      button("to_wrong", "right \u2192 wrong", cmp.to_wrong),
+      button("to_right", "wrong \u2192 right", cmp.to_right),
     );
   };
 
@@ -288,9 +369,10 @@ function render({ model, el: root }) {
     }
     if (!root.contains(body)) root.replaceChildren(body);
     modeSelect.value = model.get("normalize");
-    clearButton.disabled = !(model.get("selected") || []).length;
+    clearButton.disabled = !(model.get("selected") || []).length && !model.get("selected_flip");
     drawMatrix();
     drawScores();
+    drawCompare();
     drawConfused();
     drawTable();
   };
@@ -312,8 +394,9 @@ function render({ model, el: root }) {
       readout.textContent = "";
       return;
     }
-    const { n, counts } = data;
+    const { n, counts, delta } = data;
     const count = Number(counts[cell.row * n + cell.col]);
+    const change = delta ? ` (${signed(Number(delta[cell.row * n + cell.col]))} since step ${model.get("compare").step})` : "";
     let support = 0;
     let predicted = 0;
     for (let k = 0; k < n; k++) {
@@ -321,7 +404,7 @@ function render({ model, el: root }) {
       predicted += Number(counts[k * n + cell.col]);
     }
     readout.textContent =
-      `true ${nameOf(cell.row)} \u2192 predicted ${nameOf(cell.col)}: ${count} sample${count === 1 ? "" : "s"}` +
+      `true ${nameOf(cell.row)} \u2192 predicted ${nameOf(cell.col)}: ${count} sample${count === 1 ? "" : "s"}${change}` +
       ` (${support ? percent(count / support) : "-"} of true ${nameOf(cell.row)}, ` +
       `${predicted ? percent(count / predicted) : "-"} of predicted ${nameOf(cell.col)}); click to see them`;
   });
@@ -333,7 +416,8 @@ function render({ model, el: root }) {
     if (cell) save(model, { selected: [cell.row, cell.col] });
   });
   modeSelect.addEventListener("change", () => save(model, { normalize: modeSelect.value }));
-  clearButton.addEventListener("click", () => save(model, { selected: [] }));
+  clearButton.addEventListener("click", () => save(model, { selected: [], selected_flip: "" }));
+  compareSelect.addEventListener("change", () => save(model, { compare_step: Number(compareSelect.value) }));
 
   // the SampleGallery of the selected cell, a widget of its own, embedded below
   /** @type {any} */
@@ -367,7 +451,7 @@ function render({ model, el: root }) {
   showGallery();
   const stop = listen(
     model,
-    ["matrix", "normalize", "selected", "class_names", "class_table", "scores", "confused", "eval_step", "eval_steps", "empty", "error"],
+    ["matrix", "normalize", "selected", "selected_flip", "compare", "compare_step", "class_names", "class_table", "scores", "confused", "eval_step", "eval_steps", "empty", "error"],
     schedule,
   );
   const stopGallery = listen(model, ["gallery"], showGallery);

@@ -1,6 +1,8 @@
 // LayerBrowser: a table of the model's layers with health sparklines and the
 // values at the linked step; clicking a row opens the layer's detail (stats over
-// steps, histograms at the step, and the per-unit dead map).
+// steps, histograms at the step, the per-unit dead map, and for a layer with
+// recorded per-sample unit values the samples that excite a chosen unit most
+// and least: a click on a unit's bar sets `unit`, Python fills `unit_samples`).
 import { drawBandChart } from "./lib/bandchart.js";
 import { CATEGORICAL_10, sequentialScale } from "./lib/color.js";
 import { el, message } from "./lib/dom.js";
@@ -81,6 +83,30 @@ export function chartsFor(s) {
   ];
 }
 
+/**
+ * The unit under a click on the per-unit bars: x in CSS px across `width`.
+ * @param {number} x
+ * @param {number} width
+ * @param {number} units
+ * @returns {number} the unit, or -1 outside the bars
+ */
+export function unitAt(x, width, units) {
+  if (!(units > 0) || !(width > 0) || x < 0 || x >= width) return -1;
+  return Math.min(units - 1, Math.floor((x / width) * units));
+}
+
+/**
+ * Bytes of a binary trait value (DataView or typed array), or null.
+ * @param {any} data
+ * @returns {Uint8Array | null}
+ */
+function bytesOf(data) {
+  if (!data) return null;
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  return null;
+}
+
 /** @param {ArrayLike<number>} a @param {ArrayLike<number>} b */
 function add(a, b) {
   const out = new Float64Array(a.length);
@@ -117,6 +143,9 @@ function render({ model, el: root }) {
   let dead = null;
   const histBox = el("div", { class: "nbviz-lb-hists" });
   const deadBox = el("div", { class: "nbviz-lb-deadbox" });
+  const unitBox = el("div", { class: "nbviz-lb-units" });
+  /** @type {string[]} */
+  let unitUrls = [];
   /** @type {Array<() => void>} */
   const deadCleanup = [];
 
@@ -255,7 +284,9 @@ function render({ model, el: root }) {
       el("div", { class: "nbviz-lb-chart-title", text: "dead map: fraction of the batch on which each unit was zero (units \u00d7 steps)" }),
       deadBox,
     );
+    parts.push(el("div", { class: "nbviz-lb-chart-title", text: "what each unit responds to: the samples that excite it most and least" }), unitBox);
     detail.replaceChildren(...parts);
+    buildUnits();
     buildDead();
     drawDetail();
     drawHists();
@@ -286,6 +317,130 @@ function render({ model, el: root }) {
 
   /** @type {((e: {clientX: number, clientY: number}) => ({row: number, col: number} | null)) | null} */
   let deadLookup = null;
+
+  /** The captured output of the layer for the sample in `map_id`, channel by channel. */
+  const sampleMaps = (/** @type {number} */ unit) => {
+    const sm = model.get("sample_maps") ?? {};
+    const box = el("div", { class: "nbviz-lb-sample-maps" });
+    if (sm.id === undefined) return box;
+    box.setAttribute("data-id", String(sm.id));
+    const title = sm.step >= 0 ? `sample #${sm.id}: output of ${sm.layer} captured at step ${formatStep(sm.step)}` : `sample #${sm.id}`;
+    box.append(el("div", { class: "nbviz-lb-chart-title", text: title }));
+    if (sm.notice) box.append(el("div", { class: "nbviz-muted nbviz-lb-sample-notice", text: sm.notice }));
+    if (sm.maps) {
+      const maps = decodeArray(sm.maps);
+      const [channels, h, w] = maps.shape;
+      let lo = Infinity;
+      let hi = -Infinity;
+      for (const v of maps.data) if (Number.isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+      const scale = sequentialScale(lo <= hi ? lo : 0, lo <= hi ? hi : 1);
+      const grid = el("div", { class: "nbviz-lb-maps" });
+      const px = Math.max(2, Math.floor(48 / Math.max(h, w)));
+      for (let c = 0; c < channels; c++) {
+        const canvas = /** @type {HTMLCanvasElement} */ (
+          el("canvas", { class: ["nbviz-lb-map", c === unit ? "nbviz-active" : ""], attrs: { title: `channel ${c}`, "data-channel": c } })
+        );
+        canvas.width = w;
+        canvas.height = h;
+        canvas.style.width = `${w * px}px`;
+        canvas.style.height = `${h * px}px`;
+        const ctx = canvas.getContext("2d");
+        if (ctx) {
+          const image = ctx.createImageData(w, h);
+          for (let i = 0; i < h * w; i++) {
+            const rgb = scale(maps.data[c * h * w + i]);
+            image.data.set([rgb[0], rgb[1], rgb[2], 255], 4 * i);
+          }
+          ctx.putImageData(image, 0, 0);
+        }
+        grid.append(canvas);
+      }
+      box.append(grid);
+    } else if (sm.units) {
+      const values = arr(sm.units);
+      const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-sample-units" }));
+      drawBars(canvas, Array.from(values, (v) => Math.max(0, v)), 0, values.length, { width: Math.max(160, Math.min(720, values.length * 8)), height: 60, color: ORANGE });
+      box.append(canvas);
+    }
+    return box;
+  };
+
+  const buildUnits = () => {
+    for (const u of unitUrls) URL.revokeObjectURL(u);
+    unitUrls = [];
+    const us = model.get("unit_samples") ?? {};
+    if (!(us.n_units > 0)) {
+      unitBox.replaceChildren(el("div", { class: "nbviz-muted nbviz-lb-units-empty", text: us.notice || "no per-sample unit values for this layer" }));
+      return;
+    }
+    const means = arr(us.means);
+    const width = Math.max(160, Math.min(720, us.n_units * 8));
+    const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-unit-bars", attrs: { title: "click a unit to list its samples" } }));
+    drawBars(canvas, means.length ? Array.from(means, (v) => Math.max(0, v)) : [], 0, us.n_units, { width, height: 70, color: BLUE });
+    if (us.unit >= 0) {
+      const ctx = canvas.getContext("2d");
+      if (ctx) {
+        const w = (width - 4) / us.n_units;
+        ctx.strokeStyle = "#d55e00";
+        ctx.lineWidth = 2;
+        ctx.strokeRect(2 + us.unit * w, 1, Math.max(w, 2), 56);
+      }
+    }
+    canvas.addEventListener("click", (e) => {
+      const u = unitAt(e.clientX - canvas.getBoundingClientRect().left - 2, width - 4, us.n_units);
+      if (u >= 0) save(model, { unit: u });
+    });
+    const input = /** @type {HTMLInputElement} */ (
+      el("input", { class: "nbviz-lb-unit-input", attrs: { type: "number", min: 0, max: us.n_units - 1, value: us.unit >= 0 ? us.unit : "", "aria-label": "unit" } })
+    );
+    const commit = () => {
+      const u = Number(input.value);
+      if (input.value !== "" && Number.isInteger(u) && u >= 0 && u < us.n_units && u !== model.get("unit")) save(model, { unit: u });
+    };
+    input.addEventListener("change", commit);
+    input.addEventListener("keydown", (e) => {
+      e.stopPropagation(); // typing here is not a notebook shortcut
+      if (e.key === "Enter") commit();
+    });
+    const caption = el("div", {
+      class: "nbviz-lb-caption",
+      text: `${us.what}; evaluation of step ${formatStep(us.step)}, ${us.n_samples} samples; bars: each unit's mean` + (us.notice ? `; ${us.notice}` : ""),
+    });
+    const cards = (/** @type {any[]} */ list, /** @type {string} */ which) =>
+      el(
+        "div",
+        { class: "nbviz-lb-unit-row", attrs: { "data-which": which } },
+        [
+          el("span", { class: "nbviz-lb-caption", text: which === "most" ? "most:" : "least:" }),
+          ...list.map((c) => {
+            const open = (model.get("sample_maps") ?? {}).id === c.id;
+            const card = el("div", {
+              class: ["nbviz-lb-unit-card", open ? "nbviz-active" : ""],
+              attrs: { "data-id": c.id, title: `sample ${c.id}: ${formatNumber(c.value)}; click for its activations of this layer` },
+            });
+            card.addEventListener("click", () => save(model, { map_id: open ? -1 : c.id }));
+            const bytes = c.kind === "image" ? bytesOf(c.png) : null;
+            if (bytes) {
+              const url = URL.createObjectURL(new Blob([bytes.slice()], { type: "image/png" }));
+              unitUrls.push(url);
+              card.append(el("img", { attrs: { src: url, alt: `sample ${c.id}` } }));
+            } else if (c.kind === "text") {
+              card.append(el("span", { text: c.text ?? "" }));
+            }
+            card.append(el("span", { text: `#${c.id} ${Number(c.value).toPrecision(3)}` }));
+            if (c.label !== undefined) {
+              card.append(el("span", { text: `${c.label_name ?? c.label}${c.pred !== undefined && c.pred !== c.label ? ` \u2192 ${c.pred_name ?? c.pred}` : ""}` }));
+            }
+            return card;
+          }),
+        ],
+      );
+    const parts = [el("div", {}, [canvas]), el("label", { class: "nbviz-lb-caption" }, ["unit ", input]), caption];
+    if (us.unit >= 0) parts.push(cards(us.most ?? [], "most"), cards(us.least ?? [], "least"));
+    else parts.push(el("div", { class: "nbviz-muted", text: "choose a unit (click its bar) to list its samples" }));
+    parts.push(sampleMaps(us.unit));
+    unitBox.replaceChildren(...parts);
+  };
 
   const drawDetail = () => {
     const step = Number(model.get("step"));
@@ -380,6 +535,7 @@ function render({ model, el: root }) {
       if (show()) buildDetail();
     }),
     listen(model, ["detail_at"], drawHists),
+    listen(model, ["unit_samples", "sample_maps"], buildUnits),
     listen(model, ["dead_map"], () => {
       buildDead();
       schedule();
@@ -389,6 +545,7 @@ function render({ model, el: root }) {
     for (const stop of stops) stop();
     for (const c of detailCleanup.splice(0)) c();
     for (const c of deadCleanup.splice(0)) c();
+    for (const u of unitUrls) URL.revokeObjectURL(u);
     table.removeEventListener("click", onClick);
     table.removeEventListener("keydown", onKey);
     resize?.disconnect();

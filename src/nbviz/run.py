@@ -23,6 +23,7 @@ from nbviz.store import DB_NAME, Reader, Writer, to_blob
 if TYPE_CHECKING:  # torch is only needed to watch or evaluate a model
     from torch import nn
 
+    from nbviz.analysis.profile import Profile
     from nbviz.probes.probe import Probe
 
 #: Largest class count whose full probability rows are kept (for top-k views).
@@ -121,6 +122,12 @@ class Run(RunView):
         Start the run afresh: an existing run in ``path`` is deleted first
         (its database files only). Useful in a notebook cell that is run again;
         without it, logging a step that is already recorded is an error.
+    distributed:
+        Under ``torch.distributed`` with several ranks (the default ``None``
+        detects it; ``True`` requires it; ``False`` ignores it): create the run
+        on every rank with the same path; rank 0 writes it, the other ranks
+        write nothing (their ``log`` calls are dropped, ``watch`` and
+        ``evaluate`` combine every rank's data onto rank 0).
     """
 
     def __init__(
@@ -131,10 +138,22 @@ class Run(RunView):
         name: str | None = None,
         class_names: Sequence[str] | None = None,
         overwrite: bool = False,
+        distributed: bool | None = None,
     ) -> None:
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise NotADirectoryError(f"Run: {path} exists and is not a directory")
+        self._dist = _rank_context(distributed)
+        if self._dist is not None and not self._dist.writes:
+            # another rank writes this run: keep nothing, touch nothing on disk
+            from nbviz.probes.distributed import NullSink
+
+            self._writer = NullSink(path)  # type: ignore[assignment]
+            super().__init__(path, must_exist=False)
+            self._probes = []
+            self._last_step = {}
+            self._class_names = list(class_names) if class_names is not None else None
+            return
         if overwrite:
             for suffix in ("", "-wal", "-shm"):
                 (path / f"{DB_NAME}{suffix}").unlink(missing_ok=True)
@@ -181,6 +200,7 @@ class Run(RunView):
 
         if "first_step" not in options:
             options["first_step"] = max(self._last_step.values(), default=-1) + 1
+        options["dist"] = self._dist
         probe = Probe(self._writer, model, on_close=self._forget_probe, **options)
         self._probes.append(probe)
         return probe
@@ -374,6 +394,7 @@ class Run(RunView):
         samples: bool = True,
         max_samples: int = 20_000,
         log_scalars: bool = True,
+        capture_ids: Sequence[int] = (),
     ) -> dict[str, float]:
         """One pass over ``loader``: predictions, per-sample losses, embeddings, samples.
 
@@ -381,14 +402,29 @@ class Run(RunView):
         samples are numbered in loader order (so don't shuffle it). Embeddings come
         from ``embed_layer`` (default: the input of the last ``nn.Linear``); per-unit
         activation summaries from ``units_layer`` (default: the embedding layer).
-        Samples are logged on the first evaluation of a split. Logs ``{split}_loss``
-        and ``{split}_accuracy`` at ``step`` and returns them.
+        Samples are logged on the first evaluation of a split. ``capture_ids``: samples
+        whose activations through every layer are also recorded (see :meth:`capture`).
+        Logs ``{split}_loss`` and ``{split}_accuracy`` at ``step`` and returns them.
         """
         from nbviz.probes.evaluate import run_evaluation
 
         step = rec.check_step(step, "evaluate")
         split = _check_split(split, "evaluate")
         result = run_evaluation(model, loader, embed_layer, units_layer, max_samples)
+        metrics = None
+        if self._dist is not None:  # every rank's samples, once, onto rank 0
+            from nbviz.probes.distributed import gather_evaluation
+
+            def need_inputs() -> bool:
+                self._writer.flush()
+                return samples and not len(self.sample_ids(split))
+
+            gathered, metrics = gather_evaluation(self._dist, result, loader, split, need_inputs)
+            if gathered is None:  # not rank 0: same metrics, nothing to write
+                if log_scalars:
+                    self.log(step, overwrite=True, **metrics)
+                return metrics
+            result = gathered
         ids = result.ids if result.ids is not None else np.arange(len(result.labels))
         self.log_predictions(step, result.logits, result.labels, ids=ids, split=split)
         if result.embeddings is not None:
@@ -404,14 +440,101 @@ class Run(RunView):
             if not len(self.sample_ids(split)):
                 n = len(result.inputs)
                 self.log_samples(result.inputs, result.labels[:n], ids=ids[:n], split=split)
+        if len(capture_ids):
+            kept = ids[: len(result.inputs)] if result.inputs is not None else []
+            where = {int(i): k for k, i in enumerate(kept)}
+            lost = [int(i) for i in capture_ids if int(i) not in where]
+            if lost:
+                raise ValueError(
+                    f"evaluate: capture_ids {lost[:10]} are not among the {len(where)} inputs "
+                    "kept (tensor inputs, the first max_samples); use run.capture(model, "
+                    "sample, id=...) for them"
+                )
+            for i in capture_ids:
+                self.capture(model, result.inputs[where[int(i)]], int(i), split=split, step=step)
         pred = np.asarray(result.logits).argmax(axis=1)
-        metrics = {
-            f"{split}_loss": float(np.mean(result.losses)),
-            f"{split}_accuracy": float(np.mean(pred == result.labels)),
-        }
+        if metrics is None:
+            metrics = {
+                f"{split}_loss": float(np.mean(result.losses)),
+                f"{split}_accuracy": float(np.mean(pred == result.labels)),
+            }
         if log_scalars:
             self.log(step, overwrite=True, **metrics)
         return metrics
+
+    def capture(
+        self,
+        model: nn.Module,
+        sample: Any,
+        id: int,
+        *,
+        split: str = "val",
+        step: int | None = None,
+        layers: Any = None,
+    ) -> pd.DataFrame:
+        """Record one sample's activations through the layers (for the gallery's detail).
+
+        ``sample`` is one input without the batch dimension (tensor, array, or a
+        dict/tuple of them); ``id`` is its sample id in ``split``. ``step`` defaults to
+        the latest logged step. ``layers`` picks modules as ``watch`` does. Returns
+        what is stored, as :meth:`captures` reads it back.
+        """
+        from nbviz.probes.capture import capture_rows, capture_sample
+
+        split = _check_split(split, "capture")
+        if isinstance(id, bool) or not isinstance(id, (int, np.integer)):
+            raise TypeError(f"capture: id must be an int sample id, got {id!r}")
+        if step is None:
+            step = max(self._last_step.values(), default=0)
+        step = rec.check_step(step, "capture")
+        acts, _ = capture_sample(model, sample, layers)
+        if not acts:
+            raise ValueError(
+                f"capture: no module of the {type(model).__name__} chosen by layers={layers!r} "
+                "returned a tensor for this sample (a model without submodules has no layers "
+                "to show); pass layers=... naming modules that do"
+            )
+        self._writer.insert("captures", capture_rows(split, int(id), step, acts))
+        self._writer.flush()
+        return self.captures(int(id), split, step)
+
+    # ----------------------------------------------------------------- profile
+    def profile(
+        self,
+        model: nn.Module,
+        step_fn: Any,
+        *,
+        step: int | None = None,
+        name: str = "profile",
+        **options: Any,
+    ) -> Profile:
+        """Profile ``step_fn`` on ``model`` and store the result at ``step``; returns it.
+
+        ``step`` defaults to the last step logged (0 before any): profile the step
+        the scrubber shows (say, where the loss spiked). A profile already stored
+        there under ``name`` is replaced. ``options`` go to
+        :func:`nbviz.probes.profile.profile_step` (``steps``, ``warmup``, ``data``, ...).
+        Read it back with ``load_profile(step, name)`` or ``nbviz.Profiler(run)``.
+        """
+        from nbviz.probes.profile import profile_step
+
+        if not isinstance(name, str) or not name or name.endswith("/trace"):
+            raise ValueError(
+                f"profile: name must be a non-empty string not ending in /trace, got {name!r}"
+            )
+        if step is None:
+            step = max(self._last_step.values(), default=0)
+        step = rec.check_step(step, "profile")
+        result = profile_step(model, step_fn, name=name, step=step, **options)
+        self._writer.insert("profiles", [(step, name, result.to_json())])
+        if result.trace is not None:
+            self._writer.insert("profiles", [(step, f"{name}/trace", result.trace)])
+        else:
+            self._writer.execute(
+                "DELETE FROM profiles WHERE step = ? AND name = ?", (step, f"{name}/trace")
+            )
+        self._writer.flush()
+        return result
 
     # --------------------------------------------------------------- lifecycle
     def flush(self, timeout: float | None = None) -> None:
@@ -435,6 +558,19 @@ class Run(RunView):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _rank_context(distributed: bool | None) -> Any:
+    """This process's rank under torch.distributed with several ranks, else None."""
+    if distributed is False:
+        return None
+    try:
+        from nbviz.probes.distributed import resolve
+    except ImportError:  # no torch: one process
+        if distributed:
+            raise
+        return None
+    return resolve(distributed)
 
 
 def _check_split(split: Any, what: str) -> str:

@@ -66,6 +66,15 @@ def test_confusion_cell_click_selects_and_shows_thumbnails(nb, demo_run_path: Pa
         "() => [...document.querySelectorAll('img.nbviz-gallery-thumb')]"
         ".every(i => i.complete && i.naturalWidth > 0)"
     )
+    # a click on a sample opens its detail: the sample, its top classes, and how to
+    # record its activations (the demo records none)
+    view.locator(".nbviz-gallery-card").first.click()
+    wait_until(lambda: nb.kernel_eval("cm.gallery.detail_id"), lambda v: v == first_id)
+    detail = view.locator(".nbviz-gallery-detail")
+    expect(detail).to_have_attribute("data-id", first_id)
+    expect(detail.locator("img.nbviz-gallery-big")).to_have_count(1)
+    expect(detail.locator(".nbviz-gallery-topk tr")).to_have_count(5)
+    expect(detail.locator(".nbviz-gallery-acts-note")).to_contain_text("run.capture(model, sample")
 
     # a most-confused pair selects its cell; the table sorts
     view.locator(".nbviz-cm-confused button").nth(1).click()
@@ -115,4 +124,152 @@ def test_gallery_alone_pages_and_shows_html_names_as_text(nb, tmp_path: Path) ->
     view.locator(".nbviz-gallery-next").click()
     wait_until(lambda: nb.kernel_eval("g.page"), lambda v: v == "1")
     expect(view.locator(".nbviz-gallery-page")).to_have_text("page 2 of 3")
+    assert nb.console_errors == []
+
+
+# A small digits run built in the notebook's kernel: evaluated before and after one
+# epoch (so two steps compare), per-unit summaries of the second conv block, a class
+# name that is HTML, and the activations of the samples of the most-confused cell.
+TRAIN = """import numpy as np, torch, nbviz
+from torch import nn
+from nbviz.demo import digits_cnn, load_digits
+torch.manual_seed(0)
+data = load_digits()
+names = ['<img src=x onerror=alert(1)>'] + [str(i) for i in range(1, 10)]
+model = digits_cnn()
+opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+xt, yt = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
+xv, yv = torch.from_numpy(data.x_val), torch.from_numpy(data.y_val)
+loader = [(xv[i:i + 128], yv[i:i + 128]) for i in range(0, len(yv), 128)]
+run = nbviz.Run(RUN_DIR, class_names=names)
+run.watch(model, every=10)
+run.evaluate(0, model, loader, units_layer='3')
+for step, idx in enumerate(torch.randperm(len(yt)).split(64), start=1):
+    opt.zero_grad(); nn.functional.cross_entropy(model(xt[idx]), yt[idx]).backward(); opt.step()
+    run.log(step, train_loss=0.0)
+run.evaluate(step, model, loader, units_layer='3')
+"""
+
+
+def test_sample_click_opens_its_detail_and_flips_list_their_samples(nb, tmp_path: Path) -> None:
+    dialogs: list[str] = []
+    nb.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    nb.write(
+        "detail.ipynb",
+        [
+            f"RUN_DIR = {str(tmp_path / 'digits')!r}\n" + TRAIN,
+            "cm = nbviz.ConfusionMatrix(run)\n"
+            "pair = cm.confused[0]; t, p = pair['true'], pair['pred']\n"
+            "cell = cm.select(t, p); cm.selected = []\n"
+            "for i in cell[:3]: run.capture(model, xv[i], id=i)\n"
+            "cm",
+        ],
+    )
+    nb.open("detail.ipynb")
+    nb.run_all(timeout_ms=180_000)
+    page = nb.page
+    view = page.locator(".nbviz-confusion")
+    canvas = view.locator("canvas.nbviz-cm-canvas")
+    expect(canvas).to_have_count(1)
+    # the class name with HTML in it is text on both axes and in the table
+    expect(view.locator(".nbviz-cm-rowlabel").first).to_have_text("<img src=x onerror=alert(1)>")
+    assert page.locator('img[src="x"]').count() == 0
+
+    t, p = int(nb.kernel_eval("t")), int(nb.kernel_eval("p"))
+    box = canvas.bounding_box()
+    assert box is not None
+    cell = box["width"] / 10
+    canvas.click(position={"x": (p + 0.5) * cell, "y": (t + 0.5) * cell})
+    wait_until(lambda: nb.kernel_eval("cm.selected"), lambda v: v == f"[{t}, {p}]")
+    n = int(nb.kernel_eval("len(cm.selected_ids)"))
+    cards = view.locator(".nbviz-gallery .nbviz-gallery-card")
+    expect(cards).to_have_count(min(n, 24))
+
+    # a click on the first card (a captured sample) opens its detail
+    first = nb.kernel_eval("cm.selected_ids[0]")
+    cards.first.click()
+    wait_until(lambda: nb.kernel_eval("cm.gallery.detail_id"), lambda v: v == first)
+    detail = view.locator(".nbviz-gallery-detail")
+    expect(detail).to_be_visible()
+    expect(detail).to_have_attribute("data-id", first)
+    expect(detail.locator("img.nbviz-gallery-big")).to_have_count(1)
+    expect(detail.locator(".nbviz-gallery-topk tr")).to_have_count(5)
+    top = nb.kernel_eval("cm.gallery.detail['top_k'][0]['class']")
+    expect(detail.locator(".nbviz-gallery-topk tr").first).to_have_attribute("data-class", top)
+    layers = int(nb.kernel_eval("len(cm.gallery.detail['activations']['layers'])"))
+    expect(detail.locator(".nbviz-gallery-layer[data-layer]")).to_have_count(layers)
+    # feature maps channel by channel: 16 + 16 + 32 + 32 + 32 for the digits CNN's conv part
+    expect(detail.locator("canvas.nbviz-gallery-map")).to_have_count(128)
+    expect(detail).to_contain_text("units of 3")
+    assert page.evaluate(
+        "() => [...document.querySelectorAll('img.nbviz-gallery-big')]"
+        ".every(i => i.complete && i.naturalWidth > 0)"
+    )
+    nb.screenshot("sample-detail")
+    detail.locator(".nbviz-gallery-detail-close").click()
+    wait_until(lambda: nb.kernel_eval("cm.gallery.detail_id"), lambda v: v == "-1")
+    expect(detail).to_be_hidden()
+
+    # compare with the first evaluation: the flipped samples, one click away
+    view.locator(".nbviz-cm-compare").select_option("0")
+    wait_until(lambda: nb.kernel_eval("cm.compare_step"), lambda v: v == "0")
+    fixed = int(nb.kernel_eval("cm.compare['to_right']"))
+    assert fixed > 0
+    flip = view.locator('.nbviz-cm-flip[data-flip="to_right"]')
+    expect(flip).to_contain_text(f"wrong \u2192 right: {fixed}")
+    flip.click()
+    wait_until(lambda: nb.kernel_eval("cm.selected_flip"), lambda v: v == "'to_right'")
+    assert nb.kernel_eval("cm.selected") == "[]"
+    assert nb.kernel_eval("cm.selected_ids == cm.flipped_ids('to_right')") == "True"
+    expect(cards).to_have_count(min(fixed, 24))
+    expect(cards.first).to_have_attribute("data-id", nb.kernel_eval("cm.selected_ids[0]"))
+    nb.screenshot("confusion-compare")
+    assert dialogs == [] and nb.console_errors == []
+
+
+def test_layer_browser_lists_the_samples_that_excite_a_unit(nb, tmp_path: Path) -> None:
+    nb.write(
+        "units.ipynb",
+        [
+            f"RUN_DIR = {str(tmp_path / 'digits')!r}\n" + TRAIN,
+            "for i in range(len(yv)): run.capture(model, xv[i], id=i, layers=['3'])\n"
+            "lb = nbviz.LayerBrowser(run, selected_layer='3')\nlb",
+        ],
+    )
+    nb.open("units.ipynb")
+    nb.run_all(timeout_ms=180_000)
+    view = nb.page.locator(".nbviz-layer-browser")
+    bars = view.locator("canvas.nbviz-lb-unit-bars")
+    expect(bars).to_have_count(1)
+    expect(view.locator(".nbviz-lb-units")).to_contain_text("choose a unit")
+    box = bars.bounding_box()
+    assert box is not None
+    # 32 units over the bars' width (2 px padding each side): click the middle of unit 5
+    x = 2 + (5.5 / 32) * (box["width"] - 4)
+    bars.click(position={"x": x, "y": box["height"] / 2})
+    wait_until(lambda: nb.kernel_eval("lb.unit"), lambda v: v == "5")
+    most = view.locator('.nbviz-lb-unit-row[data-which="most"] .nbviz-lb-unit-card')
+    expect(most).to_have_count(8)
+    expected = nb.kernel_eval("[s['id'] for s in lb.unit_samples['most']]")
+    got = [most.nth(i).get_attribute("data-id") for i in range(8)]
+    assert "[" + ", ".join(got) + "]" == expected
+    expect(
+        view.locator('.nbviz-lb-unit-row[data-which="least"] .nbviz-lb-unit-card')
+    ).to_have_count(8)
+    assert nb.page.evaluate(
+        "() => [...document.querySelectorAll('.nbviz-lb-unit-card img')]"
+        ".every(i => i.complete && i.naturalWidth > 0)"
+    )
+    # typing a unit number does the same
+    view.locator(".nbviz-lb-unit-input").fill("7")
+    view.locator(".nbviz-lb-unit-input").press("Enter")
+    wait_until(lambda: nb.kernel_eval("lb.unit"), lambda v: v == "7")
+    # a click on one of the samples shows its feature maps of the layer, the unit's marked
+    first = most.first.get_attribute("data-id")
+    most.first.click()
+    wait_until(lambda: nb.kernel_eval("lb.map_id"), lambda v: v == first)
+    maps = view.locator(f'.nbviz-lb-sample-maps[data-id="{first}"] canvas.nbviz-lb-map')
+    expect(maps).to_have_count(32)
+    expect(view.locator("canvas.nbviz-lb-map.nbviz-active")).to_have_attribute("data-channel", "7")
+    nb.screenshot("unit-top-samples")
     assert nb.console_errors == []

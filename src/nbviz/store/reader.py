@@ -143,11 +143,11 @@ class Reader:
     SchemaError when its schema is not the one this nbviz reads.
     """
 
-    def __init__(self, run_dir: Path | str) -> None:
+    def __init__(self, run_dir: Path | str, *, must_exist: bool = True) -> None:
         self.run_dir = Path(run_dir)
-        if not self.run_dir.exists():
+        if must_exist and not self.run_dir.exists():
             raise FileNotFoundError(f"no nbviz run at {self.run_dir}: the path does not exist")
-        if not db_path(self.run_dir).exists():
+        if must_exist and not db_path(self.run_dir).exists():
             raise FileNotFoundError(
                 f"no nbviz run at {self.run_dir}: the directory has no {DB_NAME}"
             )
@@ -156,7 +156,8 @@ class Reader:
         self._conns: list[sqlite3.Connection] = []
         self._memory_projections: dict[str, tuple[np.ndarray, dict[str, Any]]] = {}
         self._closed = False
-        check_version(self._conn(), self.run_dir, readonly=True)
+        if must_exist:  # else: a run another process is creating, opened at the first read
+            check_version(self._conn(), self.run_dir, readonly=True)
 
     # -- connections ---------------------------------------------------------------
 
@@ -519,14 +520,69 @@ class Reader:
         return _frame(rows, ("kind", "layer", "signal", "step", "detail"), "sssij")
 
     def profiles(self, step: int | None = None) -> pd.DataFrame:
-        """Profiles ``[step, name, payload]`` (payload decoded JSON); all steps when None."""
-        sql = "SELECT step, name, payload FROM profiles"
+        """Profiles ``[step, name, payload]`` (payload decoded JSON); all steps when None.
+
+        Chrome traces (rows named ``<name>/trace``) are left out: see :meth:`profile_trace`.
+        """
+        sql = "SELECT step, name, payload FROM profiles WHERE name NOT LIKE '%/trace'"
         params: list[Any] = []
         if step is not None:
-            sql += " WHERE step = ?"
+            sql += " AND step = ?"
             params.append(int(step))
         rows = self._q(sql + " ORDER BY step, name", params)
         return _frame(rows, ("step", "name", "payload"), "isj")
+
+    def profile_steps(self, name: str | None = None) -> np.ndarray:
+        """Sorted steps with a stored profile (of ``name``, or any name), int64."""
+        sql = "SELECT DISTINCT step FROM profiles WHERE name NOT LIKE '%/trace'"
+        params: list[Any] = []
+        if name is not None:
+            sql += " AND name = ?"
+            params.append(name)
+        rows = self._q(sql + " ORDER BY step", params)
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def load_profile(self, step: int | None = None, name: str | None = None) -> dict[str, Any]:
+        """One stored profile's payload: at ``step`` (default: the latest), named ``name``.
+
+        Without ``name`` the step must hold one profile (or one named ``"profile"``).
+        Raises MissingStepError naming the recorded steps when there is none.
+        """
+        steps = self.profile_steps(name)
+        if step is None:
+            if not len(steps):
+                raise MissingStepError(
+                    f"no profiles in run at {self.run_dir}"
+                    + (f" named {name!r}" if name is not None else "")
+                    + "; record one with run.profile(model, step_fn)"
+                )
+            step = int(steps[-1])
+        rows = self._q(
+            "SELECT name, payload FROM profiles WHERE step = ? AND name NOT LIKE '%/trace'"
+            + (" AND name = ?" if name is not None else "")
+            + " ORDER BY name",
+            (int(step), name) if name is not None else (int(step),),
+        )
+        if not rows:
+            raise MissingStepError(
+                f"no profile{f' named {name!r}' if name else ''} at step {step}; "
+                f"profiles are stored at: {', '.join(map(str, steps)) or 'no steps'}"
+            )
+        if len(rows) > 1:
+            named = dict(rows)
+            if "profile" not in named:
+                raise ValueError(
+                    f"step {step} holds profiles {', '.join(named)}: pass name= to choose one"
+                )
+            return json.loads(named["profile"])
+        return json.loads(rows[0][1])
+
+    def profile_trace(self, step: int, name: str = "profile") -> str | None:
+        """The Chrome trace (JSON text) stored with profile ``name`` at ``step``, or None."""
+        return self._one(
+            "SELECT payload FROM profiles WHERE step = ? AND name = ?",
+            (int(step), f"{name}/trace"),
+        )
 
     # -- predictions -------------------------------------------------------------------
 
@@ -622,6 +678,58 @@ class Reader:
             rows = [found[i] for i in wanted]
         frame = _frame(rows, columns, "iisoooo")
         frame["label"] = pd.array(list(frame["label"]), dtype="Int64")
+        return frame
+
+    # -- captures ----------------------------------------------------------------------
+
+    def captured_ids(self, split: str = "val") -> np.ndarray:
+        """Sorted ids of the samples with a recorded capture (``run.capture``) in a split."""
+        rows = self._q("SELECT DISTINCT id FROM captures WHERE split = ? ORDER BY id", (split,))
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def capture_steps(self, id: int, split: str = "val") -> np.ndarray:
+        """Sorted steps at which sample ``id`` of ``split`` was captured (int64; may be empty)."""
+        rows = self._q(
+            "SELECT DISTINCT step FROM captures WHERE split = ? AND id = ? ORDER BY step",
+            (split, int(id)),
+        )
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def captures(self, id: int, split: str = "val", step: int | None = None) -> pd.DataFrame:
+        """One sample's recorded activations, one row per layer in forward order.
+
+        Columns: step, position, layer, type, shape (list), mean, std, min, max,
+        zero_frac, nonfinite, n_units, note, ``units`` (float32 array of per-unit
+        means, or None) and ``maps`` (float32 ``(channels, H, W)`` feature maps of
+        a spatial output, or None). ``step=None``: the latest capture of the
+        sample; otherwise the latest at or before ``step``. No capture: an empty frame.
+        """
+        columns = ["step", "position", "layer", "type", "shape", "mean", "std", "min", "max"]
+        columns += ["zero_frac", "nonfinite", "n_units", "note", "units", "maps"]
+        steps = self.capture_steps(id, split)
+        if step is not None:
+            steps = steps[steps <= int(step)]
+        if not len(steps):
+            return pd.DataFrame({c: [] for c in columns})
+        rows = self._q(
+            "SELECT position, layer, type, summary, units, maps, maps_shape FROM captures "
+            "WHERE split = ? AND id = ? AND step = ? ORDER BY position",
+            (split, int(id), int(steps[-1])),
+        )
+        out = []
+        for position, layer, type_, summary, units, maps, maps_shape in rows:
+            info = json.loads(summary)
+            u = None if units is None else np.frombuffer(units, dtype="<f4").copy()
+            m = None
+            if maps is not None:
+                m = from_blob(maps, "<f2", maps_shape).astype(np.float32)
+            out.append(
+                [int(steps[-1]), int(position), layer, type_ or "", list(info.get("shape", []))]
+                + [_nan(info.get(k)) for k in ("mean", "std", "min", "max", "zero_frac")]
+                + [int(info.get("nonfinite", 0)), int(info.get("n_units", 0))]
+                + [str(info.get("note", "")), u, m]
+            )
+        frame = pd.DataFrame(out, columns=columns)
         return frame
 
     # -- embeddings --------------------------------------------------------------------

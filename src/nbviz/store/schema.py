@@ -17,6 +17,10 @@ Conventions the tables rely on:
 - ``histograms.counts`` is a little-endian int64 array of n uniform bins over
   ``[lo, hi]``; ``unit_stats.values`` is little-endian float32, one per unit.
 - ``ids`` blobs (``probabilities``, ``embeddings``) are little-endian int64.
+- ``captures`` hold one sample's activations, one row per layer (``position`` is
+  the forward order): ``summary`` is JSON (output shape and statistics),
+  ``units`` little-endian float32 (one mean per unit), ``maps`` little-endian
+  float16 feature maps of shape ``maps_shape`` (channels, H, W), or NULL.
 - SQLite stores a NaN REAL as NULL; readers turn NULL back into NaN.
 """
 
@@ -42,7 +46,7 @@ __all__ = [
     "read_schema_version",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "run.sqlite"
 SIGNALS = ("activation", "gradient", "weight", "update")
 BUSY_TIMEOUT_MS = 10_000
@@ -109,7 +113,25 @@ TABLES: dict[str, tuple[str, ...]] = {
         "created",
     ),
     "profiles": ("step", "name", "payload"),
+    "captures": (
+        "split",
+        "id",
+        "step",
+        "position",
+        "layer",
+        "type",
+        "summary",
+        "units",
+        "maps",
+        "maps_shape",
+    ),
 }
+
+_CAPTURES_DDL = """CREATE TABLE IF NOT EXISTS captures(
+        split TEXT NOT NULL, id INTEGER NOT NULL, step INTEGER NOT NULL,
+        position INTEGER NOT NULL, layer TEXT NOT NULL, type TEXT, summary TEXT NOT NULL,
+        units BLOB, maps BLOB, maps_shape TEXT,
+        PRIMARY KEY(split, id, step, layer))"""
 
 # Tables with small rows cluster on their natural key (WITHOUT ROWID). Tables
 # whose rows carry blobs keep a rowid: SQLite advises against WITHOUT ROWID for
@@ -166,11 +188,18 @@ DDL: tuple[str, ...] = (
     """CREATE TABLE IF NOT EXISTS profiles(
         step INTEGER NOT NULL, name TEXT NOT NULL, payload TEXT,
         PRIMARY KEY(step, name)) WITHOUT ROWID""",
+    _CAPTURES_DDL,
 )
+
 
 # Schema upgrades: MIGRATIONS[n] turns a schema-n database into schema n + 1.
 # Each step runs inside one transaction; create_or_open records the new version.
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+def _add_captures(conn: sqlite3.Connection) -> None:
+    """Schema 1 -> 2: the ``captures`` table (one sample's activations per layer)."""
+    conn.execute(_CAPTURES_DDL)
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _add_captures}
 
 
 def db_path(path: Path | str) -> Path:

@@ -39,6 +39,7 @@ _BULKY = frozenset(
         "embeddings",
         "projections",
         "profiles",
+        "captures",
         "events",
         "meta",
     }

@@ -10,6 +10,13 @@ Clicking a cell (or a pair) sets ``selected = [true, predicted]``; Python fills
 shows them in :attr:`ConfusionMatrix.gallery`, a :class:`SampleGallery`
 embedded under the matrix. The linked ``step`` picks the latest evaluation at
 or before it; a selection survives a change of step and its ids follow.
+
+Comparing two evaluations: set ``compare_step`` (or pick it in the view) and the
+matrix shows the change of each cell since that evaluation, and ``compare``
+counts the samples that flipped between the two: right then and wrong now
+(``to_wrong``), wrong then and right now (``to_right``). Setting ``selected_flip``
+to one of those names (a click on its button) puts its samples, highest loss
+now first, in ``selected_ids`` and the gallery, in place of a cell's.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from nbviz.widgets.live import TRAINING_CSS, LiveView
 __all__ = ["ConfusionMatrix"]
 
 NORMALIZE = ("counts", "row", "column")
+FLIPS = ("", "to_wrong", "to_right")
 MOST_CONFUSED = 10
 
 
@@ -76,6 +84,15 @@ class ConfusionMatrix(LiveView):
     ).tag(sync=True)
     scores = traitlets.Dict(help="n, accuracy, macro_f1, weighted_f1.").tag(sync=True)
     confused = traitlets.List(help="Most-confused pairs: true, pred, count, rate.").tag(sync=True)
+    compare_step = traitlets.Int(
+        -1, help="Compare with the latest evaluation at or before this step (-1: no comparison)."
+    ).tag(sync=True)
+    compare = traitlets.Dict(
+        help="The comparison: step compared with, per-cell change, to_wrong, to_right, common."
+    ).tag(sync=True)
+    selected_flip = traitlets.Enum(
+        FLIPS, default_value="", help="'to_wrong' or 'to_right': show those flipped samples."
+    ).tag(sync=True)
     gallery = traitlets.Instance(SampleGallery, allow_none=True).tag(
         sync=True, **W.widget_serialization
     )
@@ -87,9 +104,14 @@ class ConfusionMatrix(LiveView):
         *,
         step: int | None = None,
         normalize: str = "counts",
+        compare_step: int | None = None,
         live: bool = True,
         **kwargs: Any,
     ) -> None:
+        if compare_step is not None and (
+            isinstance(compare_step, bool) or not isinstance(compare_step, (int, np.integer))
+        ):
+            raise TypeError(f"ConfusionMatrix: compare_step must be an int, got {compare_step!r}")
         if not isinstance(split, str) or not split:
             raise ValueError(f"ConfusionMatrix: split must be a non-empty string, got {split!r}")
         if normalize not in NORMALIZE:
@@ -109,11 +131,13 @@ class ConfusionMatrix(LiveView):
         self._run = run
         self._ready = False
         self._preds: pd.DataFrame | None = None
+        self._flips: metrics.Flips | None = None
         self._init_live([run], live)
         self._indexes[0].positions()  # so that the index notices new evaluations
         with self._lock, self.hold_sync():
             self.split = split
             self.normalize = normalize
+            self.compare_step = -1 if compare_step is None else int(compare_step)
             self._read_steps()
             self.step = (
                 int(self._steps[-1]) if step is None and len(self._steps) else int(step or 0)
@@ -176,7 +200,37 @@ class ConfusionMatrix(LiveView):
     def _on_selected(self, change: Any) -> None:
         if self._ready:
             with self._lock, self.hold_sync():
+                if self.selected:
+                    self.selected_flip = ""
                 self._fill_selection()
+
+    @traitlets.observe("selected_flip")
+    def _on_selected_flip(self, change: Any) -> None:
+        if self._ready:
+            with self._lock, self.hold_sync():
+                if self.selected_flip:
+                    self.selected = []
+                self._fill_selection()
+
+    @traitlets.observe("compare_step")
+    def _on_compare(self, change: Any) -> None:
+        if self._ready:
+            with self._lock, self.hold_sync():
+                self._fill()
+
+    def compare_with(self, step: int) -> dict[str, Any]:
+        """Compare the evaluation in view with the one at or before ``step``; the counts."""
+        self.compare_step = int(step)
+        return {k: v for k, v in self.compare.items() if k != "delta"}
+
+    def flipped_ids(self, which: str) -> list[int]:
+        """Ids of the samples that flipped ``"to_wrong"`` or ``"to_right"`` (highest loss
+        now first); empty without a comparison."""
+        if which not in FLIPS[1:]:
+            raise ValueError(f"flipped_ids: which must be 'to_wrong' or 'to_right', got {which!r}")
+        if self._flips is None:
+            return []
+        return getattr(self._flips, which).tolist()
 
     def select(self, true: int, pred: int) -> list[int]:
         """Select the cell ``[true, pred]`` and return its sample ids (highest loss first)."""
@@ -196,8 +250,10 @@ class ConfusionMatrix(LiveView):
         at = metrics.evaluation_at(self._steps, self.step) if len(self._steps) else None
         if at is None:
             self._preds = None
+            self._flips = None
             self.eval_step = -1
             self.matrix, self.class_table, self.scores, self.confused = {}, [], {}, []
+            self.compare = {}
             names = self._run.class_names
             self.class_names = [str(n) for n in names] if names is not None else []
             self._fill_selection()
@@ -240,24 +296,50 @@ class ConfusionMatrix(LiveView):
             }
             for r in metrics.most_confused(matrix, MOST_CONFUSED).to_dict("records")
         ]
+        self._fill_compare(preds, matrix, n)
         self._fill_selection()
+
+    def _fill_compare(self, preds: pd.DataFrame, matrix: np.ndarray, n: int) -> None:
+        base = (
+            metrics.evaluation_at(self._steps, self.compare_step)
+            if self.compare_step >= 0 and len(self._steps)
+            else None
+        )
+        if base is None:
+            self._flips = None
+            notice = f"no evaluation at or before step {self.compare_step} to compare with"
+            self.compare = {} if self.compare_step < 0 else {"step": -1, "notice": notice}
+            return
+        before = self._run.predictions(base, split=self.split)
+        self._flips = metrics.flips(before, preds)
+        delta = matrix - metrics.confusion_matrix(before, n)
+        self.compare = {
+            "step": base,
+            "delta": array_trait_payload(delta, dtype="<i4"),
+            "to_wrong": len(self._flips.to_wrong),
+            "to_right": len(self._flips.to_right),
+            "common": self._flips.common,
+        }
 
     def _fill_selection(self) -> None:
         ids: list[int] = []
         if self.selected and self._preds is not None:
             true, pred = self.selected
             ids = metrics.cell_ids(self._preds, true, pred).tolist()
+        elif self.selected_flip and self._flips is not None:
+            ids = getattr(self._flips, self.selected_flip).tolist()
         self.selected_ids = ids
         gallery = self.gallery
         if gallery is not None:
             with gallery.hold_sync():
                 gallery.step = self.eval_step if self.eval_step >= 0 else self.step
                 gallery.ids = ids
-                gallery.prompt = (
-                    "Click a cell of the matrix to see its samples here."
-                    if not self.selected
-                    else "No samples in this cell at this step."
-                )
+                if self.selected:
+                    gallery.prompt = "No samples in this cell at this step."
+                elif self.selected_flip:
+                    gallery.prompt = "No samples flipped this way between the two evaluations."
+                else:
+                    gallery.prompt = "Click a cell of the matrix to see its samples here."
 
     def close(self) -> None:
         """Stop following the run; close the view and its gallery."""
@@ -303,6 +385,8 @@ ConfusionMatrix._css = (
 .nbviz-cm-table tbody tr:hover { background: var(--jp-layout-color2, #f5f5f5); }
 .nbviz-cm-title { font-weight: 600; font-size: 0.92em; }
 .nbviz-cm-gallery { margin-top: 10px; }
+.nbviz-cm-flips { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; }
+.nbviz-cm-flips button.nbviz-active { background: var(--jp-brand-color3, #bbdefb); }
 .nbviz-toolbar select { font: inherit; }
 """
 )

@@ -7,10 +7,19 @@ at the evaluation in view: the latest one at or before the linked ``step``.
 Only the page in view travels to the browser, so a gallery of thousands of ids
 stays light. Without logged samples the cards show ids and labels, and
 ``note`` says how to log the samples.
+
+Clicking a card sets ``detail_id`` and fills ``detail``: the sample at full
+size, its label and prediction, the top-k class probabilities of the
+evaluation in view (from the probabilities ``run.log_predictions`` keeps for
+logits), its per-unit summary where ``run.evaluate(..., units_layer=...)``
+recorded one, and its activations through the layers where ``run.capture``
+(or ``run.evaluate(..., capture_ids=...)``) recorded them: per layer the
+statistics, each unit's mean and, for a convolution, its feature maps.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +35,10 @@ from nbviz.widgets.live import TRAINING_CSS, LiveView
 __all__ = ["SampleGallery"]
 
 SORTS = ("given", "loss", "confidence")
+TOP_K = 5
+"""Classes listed in a sample's detail (the most probable first)."""
+DETAIL_VALUES = 4096
+"""Values of an array sample shown in its detail."""
 MAX_PAGE_SIZE = 200
 ARRAY_VALUES = 16
 """Values of an array sample shown on its card (the rest are counted)."""
@@ -92,6 +105,10 @@ class SampleGallery(LiveView):
     prompt = traitlets.Unicode("No samples to show.", help="Shown when ``ids`` is empty.").tag(
         sync=True
     )
+    detail_id = traitlets.Int(-1, help="The sample whose detail is open (-1: none).").tag(sync=True)
+    detail = traitlets.Dict(
+        help="The open sample: payload, label, prediction, top-k, units and activations."
+    ).tag(sync=True)
 
     def __init__(
         self,
@@ -117,6 +134,7 @@ class SampleGallery(LiveView):
         self._run = run
         self._ready = False
         self._frames: dict[int, pd.DataFrame] = {}
+        self._probs: dict[int, tuple[dict[int, int], np.ndarray] | None] = {}
         self._init_live([run], live)
         with self._lock, self.hold_sync():
             self.split = split
@@ -143,6 +161,7 @@ class SampleGallery(LiveView):
         names = self._run.class_names
         self._names = [str(n) for n in names] if names is not None else None
         self._frames = {s: f for s, f in self._frames.items() if s in set(self._steps.tolist())}
+        self._probs = {s: p for s, p in self._probs.items() if s in set(self._steps.tolist())}
 
     def _evaluated_ids(self) -> np.ndarray:
         if not len(self._steps):
@@ -192,6 +211,8 @@ class SampleGallery(LiveView):
             if change["name"] in ("ids", "sort_by", "descending", "page_size", "split"):
                 self.page = 0
             self._fill()
+            if change["name"] in ("step", "split"):
+                self._fill_detail()
 
     @traitlets.observe("page")
     def _on_page(self, change: Any) -> None:
@@ -199,12 +220,42 @@ class SampleGallery(LiveView):
             with self._lock:
                 self._fill()
 
+    @traitlets.observe("detail_id")
+    def _on_detail(self, change: Any) -> None:
+        if self._ready:
+            with self._lock:
+                self._fill_detail()
+
+    def capture(self, model: Any, sample: Any, **options: Any) -> dict[str, Any]:
+        """Record the open sample's activations (``run.capture``) and show them.
+
+        ``sample`` is the input of the sample in ``detail_id`` (without the batch
+        dimension); ``options`` go to ``run.capture`` (``step``, ``layers``).
+        """
+        if self.detail_id < 0:
+            raise ValueError("SampleGallery.capture: no sample is open; click one (or show(id))")
+        if not hasattr(self._run, "capture"):
+            raise TypeError(
+                "SampleGallery.capture: this gallery reads a run opened read-only; record with "
+                f"nbviz.Run({str(self._run.path)!r}).capture(model, sample, id={self.detail_id})"
+            )
+        self._run.capture(model, sample, int(self.detail_id), split=self.split, **options)
+        with self._lock:
+            self._fill_detail()
+        return dict(self.detail)
+
+    def show(self, id: int) -> dict[str, Any]:
+        """Open the detail of sample ``id`` (as a click on its card does) and return it."""
+        self.detail_id = int(id)
+        return dict(self.detail)
+
     def _rebuild(self) -> None:
         old_last = int(self._steps[-1]) if len(self._steps) else None
         self._read_run()
         if len(self._steps) and (old_last is None or self.step >= old_last):
             self.step = int(self._steps[-1])  # was showing the newest: keep following it
         self._fill()
+        self._fill_detail()
 
     # -- the page ------------------------------------------------------------------------
 
@@ -275,15 +326,131 @@ class SampleGallery(LiveView):
         else:
             self.note = ""
 
+    # -- the detail of one sample -------------------------------------------------------
+
+    def _top_k(self, at: int, id: int) -> tuple[list[dict[str, Any]], str]:
+        if at not in self._probs:
+            got = self._run.probabilities(at, split=self.split)
+            if len(self._probs) > 4:
+                self._probs.clear()
+            self._probs[at] = (
+                None if got is None else ({int(i): k for k, i in enumerate(got[0])}, got[1])
+            )
+        entry = self._probs[at]
+        if entry is None:
+            return [], (
+                f"No class probabilities at step {at}: they are kept when "
+                "run.log_predictions gets (N, classes) logits (run.evaluate does)."
+            )
+        where, probs = entry
+        if id not in where:
+            return [], f"Sample {id} has no class probabilities at step {at}."
+        row = np.asarray(probs[where[id]], dtype=np.float64)
+        order = np.lexsort((np.arange(len(row)), -row))[:TOP_K]
+        return [{"class": int(c), "name": self._name(c), "p": float(row[c])} for c in order], ""
+
+    def _units_of(self, at: int | None, id: int) -> dict[str, Any] | None:
+        layers = self._run.embedding_layers(self.split, kind="units")
+        if not layers or at is None:
+            return None
+        layer = layers[0]
+        steps = self._run.embedding_steps(self.split, layer, kind="units")
+        got = evaluation_at(steps, at)
+        if got is None:
+            return None
+        ids, matrix = self._run.embeddings(got, split=self.split, layer=layer, kind="units")
+        hit = np.nonzero(np.asarray(ids) == id)[0]
+        if not len(hit):
+            return None
+        values = np.asarray(matrix[int(hit[0])], dtype=np.float32)
+        return {"layer": layer, "step": got, "values": array_trait_payload(values, dtype="<f4")}
+
+    def _activations_of(self, id: int) -> tuple[dict[str, Any] | None, str]:
+        steps = self._run.capture_steps(id, self.split)
+        how = (
+            f"run.capture(model, sample, id={id}, split={self.split!r}) records them, "
+            f"or run.evaluate(step, model, loader, capture_ids=[{id}])"
+        )
+        if not len(steps):
+            return None, f"No activations recorded for sample {id}: {how}."
+        at = evaluation_at(steps, self.step)
+        note = ""
+        if at is None:
+            at = int(steps[0])
+            note = f"captured at step {at}, after the step in view"
+        frame = self._run.captures(id, self.split, at)
+        layers = []
+        for r in frame.to_dict("records"):
+            entry: dict[str, Any] = {
+                "layer": str(r["layer"]),
+                "type": str(r["type"]),
+                "shape": [int(d) for d in r["shape"]],
+                "n_units": int(r["n_units"]),
+                "note": str(r["note"]),
+                **{
+                    k: None if pd.isna(r[k]) else float(r[k])
+                    for k in ("mean", "std", "min", "max", "zero_frac")
+                },
+            }
+            if r["units"] is not None:
+                entry["units"] = array_trait_payload(r["units"], dtype="<f4")
+            if r["maps"] is not None:
+                entry["maps"] = array_trait_payload(r["maps"], dtype="<f4")
+            layers.append(entry)
+        return {"step": int(at), "steps": [int(s) for s in steps], "layers": layers}, note
+
+    def _fill_detail(self) -> None:
+        id = int(self.detail_id)
+        if id < 0:
+            self.detail = {}
+            return
+        at = evaluation_at(self._steps, self.step) if len(self._steps) else None
+        out: dict[str, Any] = {"id": id, "kind": "", "evaluated": False, "step": -1}
+        label = None
+        if id in set(self._stored.tolist()):
+            row = self._run.samples([id], split=self.split).iloc[0]
+            label = row["label"]
+            out.update(self._payload(row, DETAIL_VALUES))
+            if row["kind"] == "image" and row["shape"]:
+                out["shape"] = list(json.loads(row["shape"]))
+        frame = self._frame(at) if at is not None else None
+        if frame is not None and id in frame.index:
+            p = frame.loc[id]
+            label = p["label"]
+            out.update(
+                evaluated=True,
+                step=at,
+                pred=int(p["pred"]),
+                pred_name=self._name(p["pred"]),
+                loss=float(p["loss"]),
+                confidence=float(p["confidence"]),
+            )
+            out["top_k"], out["top_k_note"] = self._top_k(at, id)
+        elif at is not None:
+            out["top_k"], out["top_k_note"] = [], f"Sample {id} was not evaluated at step {at}."
+        else:
+            out["top_k"], out["top_k_note"] = [], "No evaluation at or before this step."
+        if label is not None and not pd.isna(label):
+            out.update(label=int(label), label_name=self._name(label))
+        if out["kind"] == "" and not out["evaluated"] and label is None:
+            out["missing"] = f"No {self.split} sample or prediction has id {id}."
+        units = self._units_of(at, id)
+        if units is not None:
+            out["units"] = units
+        acts, note = self._activations_of(id)
+        out["activations"] = acts
+        out["activations_note"] = note
+        self.detail = out
+
     @staticmethod
-    def _payload(row: pd.Series) -> dict[str, Any]:
+    def _payload(row: pd.Series, n_values: int = ARRAY_VALUES) -> dict[str, Any]:
         kind = str(row["kind"])
         if kind == "image":
             return {"kind": "image", "png": bytes(row["payload"])}
         if kind == "text":
             return {"kind": "text", "text": str(row["text"] or "")}
         values = np.asarray(from_blob(row["payload"], row["dtype"], row["shape"])).ravel()
-        shown = values[:ARRAY_VALUES].astype(np.float64)
+        shown = values[:n_values].astype(np.float64)
         return {
             "kind": "array",
             "values": array_trait_payload(shown),
@@ -312,5 +479,20 @@ SampleGallery._css = (
 .nbviz-gallery-num { font-variant-numeric: tabular-nums; color: var(--jp-ui-font-color2, #616161); }
 .nbviz-gallery-note { margin: 0.3em 0; }
 .nbviz-toolbar select { font: inherit; }
+.nbviz-gallery-card { cursor: pointer; }
+.nbviz-gallery-card.nbviz-active { outline: 2px solid var(--jp-brand-color1, #1976d2); }
+.nbviz-gallery-detail { border: 1px solid var(--jp-border-color2, #e0e0e0); border-radius: 4px;
+  padding: 6px; margin: 6px 0; display: flex; flex-direction: column; gap: 6px; }
+.nbviz-gallery-detail-bar { display: flex; justify-content: space-between; align-items: center; }
+.nbviz-gallery-detail-head { display: flex; gap: 12px; align-items: flex-start; flex-wrap: wrap; }
+.nbviz-gallery-big { width: 192px; height: 192px; object-fit: contain; image-rendering: pixelated;
+  background: #000; }
+.nbviz-gallery-topk { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+.nbviz-gallery-topk td { padding: 1px 6px; white-space: nowrap; }
+.nbviz-gallery-bar { height: 10px; background: var(--jp-brand-color1, #1976d2); }
+.nbviz-gallery-layer { border-top: 1px solid var(--jp-border-color3, #eeeeee); padding-top: 4px; }
+.nbviz-gallery-maps { display: flex; flex-wrap: wrap; gap: 3px; }
+.nbviz-gallery-map { image-rendering: pixelated; }
+.nbviz-gallery-layers { max-height: 520px; overflow: auto; }
 """
 )

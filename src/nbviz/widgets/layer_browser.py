@@ -5,8 +5,14 @@ sparklines and the value at the linked step for three signs of health:
 activation zero fraction, gradient norm (of the layer's weight, else of its
 output) and the update/weight ratio. Selecting a layer fills its detail:
 activation, gradient and weight statistics over the steps; its histograms at
-the current step; and the per-unit dead map (units x steps of the fraction of
-the batch on which a unit was zero).
+the current step; the per-unit dead map (units x steps of the fraction of
+the batch on which a unit was zero); and what each unit responds to: for a
+layer whose per-sample unit summaries ``run.evaluate(..., units_layer=...)``
+recorded (or the embedding layer, whose input ``run.evaluate`` keeps for the
+projector), choosing a ``unit`` lists the samples that excite it most and
+least at the evaluation in view (the latest at or before ``step``). A click on
+one of those samples (``map_id``) shows its activations of the layer channel by
+channel (feature maps of a convolution) where ``run.capture`` recorded them.
 
 Long runs are summarised, never sent whole: sparklines use about a hundred
 captures; detail series at most ``DETAIL_POINTS`` buckets (min of the minima,
@@ -20,8 +26,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import traitlets
 
+from nbviz.analysis.metrics import evaluation_at
 from nbviz.store import MissingStepError
 from nbviz.widgets.base import array_trait_payload, esm, steps_payload
 from nbviz.widgets.live import TRAINING_CSS, LiveView, count_text, evenly
@@ -35,6 +43,8 @@ DEAD_WINDOW = 2000  # captures before the step searched for per-unit stats
 DEAD_COLUMNS = 400
 DEAD_CELLS = 250_000
 SEVERITIES = ("info", "warning", "error")
+UNIT_SAMPLES = 8
+"""Samples listed per unit, for each end (most and least excited)."""
 
 #: The three health signs: name -> (signal, column, which layer row provides it)
 METRICS = {
@@ -127,12 +137,37 @@ class LayerBrowser(LiveView):
     dead_map = traitlets.Dict(
         help="The selected layer's per-unit zero fractions: steps, [steps, units] values."
     ).tag(sync=True)
+    split = traitlets.Unicode(
+        "val", help="Split whose evaluations the unit samples come from."
+    ).tag(sync=True)
+    unit = traitlets.Int(-1, help="Unit of the selected layer whose samples are listed.").tag(
+        sync=True
+    )
+    unit_samples = traitlets.Dict(
+        help="Per-unit means of the selected layer, and the chosen unit's top samples."
+    ).tag(sync=True)
+    map_id = traitlets.Int(
+        -1, help="Sample whose captured activations of the layer are shown."
+    ).tag(sync=True)
+    sample_maps = traitlets.Dict(
+        help="The map_id sample's captured output of the selected layer: units, feature maps."
+    ).tag(sync=True)
 
     def __init__(
-        self, run: Any, *, selected_layer: str = "", live: bool = True, **kwargs: Any
+        self,
+        run: Any,
+        *,
+        selected_layer: str = "",
+        split: str = "val",
+        live: bool = True,
+        **kwargs: Any,
     ) -> None:
+        if not isinstance(split, str) or not split:
+            raise ValueError(f"LayerBrowser: split must be a non-empty string, got {split!r}")
         super().__init__(**kwargs)
         self._run = run
+        self.split = split
+        self._unit_cache: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]] = {}
         self._hist_steps: dict[tuple[str, str], np.ndarray] = {}
         self._dead_window: tuple[int, int] | None = None
         self._init_live([run], live)
@@ -181,6 +216,7 @@ class LayerBrowser(LiveView):
     def _rebuild(self) -> None:
         run = self._run
         index = self._indexes[0]
+        self._unit_cache.clear()
         frame = run.layers()
         probe = run.meta("probe") or {}
         params = [p["name"] for p in probe.get("params", [])]
@@ -313,6 +349,7 @@ class LayerBrowser(LiveView):
             self._fill_current()
             if self.selected_layer:
                 self._fill_detail_at()
+                self._fill_units()
                 if self._dead_window is not None and not (
                     self._dead_window[0] <= self.step <= self._dead_window[1]
                 ):
@@ -340,7 +377,160 @@ class LayerBrowser(LiveView):
         if not hasattr(self, "_rows"):
             return
         with self._lock, self.hold_sync():
+            self.unit = -1
             self._fill_detail()
+
+    @traitlets.observe("unit")
+    def _on_unit(self, change: Any) -> None:
+        if hasattr(self, "_rows"):
+            with self._lock:
+                self._fill_units()
+
+    @traitlets.observe("map_id")
+    def _on_map_id(self, change: Any) -> None:
+        if hasattr(self, "_rows"):
+            with self._lock:
+                self._fill_sample_maps()
+
+    def _fill_sample_maps(self) -> None:
+        name, id = self.selected_layer, int(self.map_id)
+        if not name or id < 0:
+            self.sample_maps = {}
+            return
+        out: dict[str, Any] = {"id": id, "layer": name, "step": -1}
+        frame = self._run.captures(id, self.split, self.step)
+        if not len(frame):
+            frame = self._run.captures(id, self.split)  # only later captures: the latest
+        rows = frame[frame["layer"] == name] if len(frame) else frame
+        if not len(rows):
+            out["notice"] = (
+                f"No activations of {name!r} recorded for sample {id}: "
+                f"run.capture(model, sample, id={id}, split={self.split!r}) records them."
+            )
+            self.sample_maps = out
+            return
+        r = rows.iloc[0]
+        out.update(step=int(r["step"]), shape=[int(d) for d in r["shape"]], notice=str(r["note"]))
+        if r["units"] is not None:
+            out["units"] = array_trait_payload(r["units"], dtype="<f4")
+        if r["maps"] is not None:
+            out["maps"] = array_trait_payload(r["maps"], dtype="<f4")
+        self.sample_maps = out
+
+    # -- what each unit responds to ------------------------------------------------------
+
+    def _unit_source(self, name: str) -> tuple[str, str] | None:
+        """(kind, description) of the per-sample unit values recorded for ``name``."""
+        run = self._run
+        if name in run.embedding_layers(self.split, kind="units"):
+            return "units", f"mean activation of each unit of {name} per sample"
+        if name in run.embedding_layers(self.split, kind="embedding"):
+            return "embedding", f"input of {name} per sample (the embedding run.evaluate records)"
+        return None
+
+    def _unit_matrix(self, name: str, kind: str, at: int) -> tuple[np.ndarray, np.ndarray]:
+        key = (name, kind, at)
+        hit = self._unit_cache.get(key)
+        if hit is None:
+            ids, matrix = self._run.embeddings(at, split=self.split, layer=name, kind=kind)
+            hit = (np.asarray(ids, dtype=np.int64), np.asarray(matrix, dtype=np.float32))
+            if len(self._unit_cache) > 4:
+                self._unit_cache.clear()
+            self._unit_cache[key] = hit
+        return hit
+
+    def unit_top_samples(self, unit: int | None = None) -> tuple[list[int], list[int]]:
+        """Ids of the samples that excite ``unit`` (default: ``self.unit``) most and least."""
+        if unit is not None:
+            self.unit = int(unit)
+        got = self.unit_samples
+        return [s["id"] for s in got.get("most", [])], [s["id"] for s in got.get("least", [])]
+
+    def _fill_units(self) -> None:
+        self._fill_sample_maps()
+        name = self.selected_layer
+        if not name:
+            self.unit_samples = {}
+            return
+        source = self._unit_source(name)
+        how = (
+            f"record them with run.evaluate(step, model, loader, units_layer={name!r}, "
+            f"split={self.split!r})"
+        )
+        if source is None:
+            self.unit_samples = {
+                "layer": name,
+                "n_units": 0,
+                "notice": f"No per-sample unit values of {name!r} for split {self.split!r}: {how}.",
+            }
+            return
+        kind, what = source
+        steps = self._run.embedding_steps(self.split, name, kind=kind)
+        at = evaluation_at(steps, self.step)
+        notice = ""
+        if at is None:
+            at = int(steps[0])
+            notice = f"the first evaluation (step {at}) comes after this step"
+        ids, matrix = self._unit_matrix(name, kind, at)
+        n_units = int(matrix.shape[1]) if matrix.ndim == 2 else 0
+        with np.errstate(invalid="ignore"):
+            means = np.nanmean(matrix, axis=0) if len(ids) else np.zeros(n_units)
+        out: dict[str, Any] = {
+            "layer": name,
+            "kind": kind,
+            "what": what,
+            "step": at,
+            "n_units": n_units,
+            "n_samples": len(ids),
+            "means": array_trait_payload(means, dtype="<f4"),
+            "unit": -1,
+            "notice": notice,
+        }
+        unit = int(self.unit)
+        if 0 <= unit < n_units:
+            values = matrix[:, unit].astype(np.float64)
+            finite = np.isfinite(values)
+            fid, fval = ids[finite], values[finite]
+            most = np.lexsort((fid, -fval))[:UNIT_SAMPLES]
+            least = np.lexsort((fid, fval))[:UNIT_SAMPLES]
+            cards = self._unit_cards(np.concatenate([fid[most], fid[least]]), at)
+            out.update(
+                unit=unit,
+                most=[{**cards[int(fid[k])], "value": float(fval[k])} for k in most],
+                least=[{**cards[int(fid[k])], "value": float(fval[k])} for k in least],
+            )
+        elif unit >= n_units:
+            out["notice"] = f"unit {unit} is outside 0..{n_units - 1} for {name!r}"
+        self.unit_samples = out
+
+    def _unit_cards(self, ids: np.ndarray, at: int) -> dict[int, dict[str, Any]]:
+        from nbviz.widgets.gallery import SampleGallery
+
+        run = self._run
+        wanted = sorted({int(i) for i in ids})
+        names = run.class_names
+        cards: dict[int, dict[str, Any]] = {i: {"id": i} for i in wanted}
+        stored = set(run.sample_ids(self.split).tolist())
+        have = [i for i in wanted if i in stored]
+        if have:
+            for row in run.samples(have, split=self.split).to_dict("records"):
+                card = cards[int(row["id"])]
+                card.update(SampleGallery._payload(pd.Series(row)))
+                if row["label"] is not None and not pd.isna(row["label"]):
+                    card["label"] = int(row["label"])
+        if at in set(run.prediction_steps(self.split).tolist()):
+            preds = run.predictions(at, split=self.split).set_index("id")
+            for i in wanted:
+                if i in preds.index:
+                    cards[i].update(label=int(preds.at[i, "label"]), pred=int(preds.at[i, "pred"]))
+        for card in cards.values():
+            for key in ("label", "pred"):
+                if key in card:
+                    c = card[key]
+                    card[f"{key}_name"] = (
+                        str(names[c]) if names is not None and 0 <= c < len(names) else str(c)
+                    )
+        return cards
 
     def _row(self, name: str) -> dict[str, Any] | None:
         return next((r for r in self._rows if r["name"] == name), None)
@@ -352,6 +542,8 @@ class LayerBrowser(LiveView):
             self.detail = {}
             self.detail_at = {}
             self.dead_map = {}
+            self.unit_samples = {}
+            self.sample_maps = {}
             self._dead_window = None
             return
         index = self._indexes[0]
@@ -410,6 +602,7 @@ class LayerBrowser(LiveView):
         }
         self.dead_map = self._dead_map(name)
         self._fill_detail_at()
+        self._fill_units()
 
     def _dead_map(self, name: str) -> dict[str, Any]:
         index = self._indexes[0]
@@ -532,5 +725,19 @@ LayerBrowser._css = (
 .nbviz-lb-chart-title { font-weight: 600; font-size: 0.92em; }
 .nbviz-lb-hists { display: flex; flex-wrap: wrap; gap: 10px; }
 .nbviz-lb-caption { font-size: 0.9em; color: var(--jp-ui-font-color2, #616161); }
+.nbviz-lb-units canvas { cursor: pointer; }
+.nbviz-lb-unit-row { display: flex; flex-wrap: wrap; gap: 6px; align-items: flex-start; }
+.nbviz-lb-unit-card { display: flex; flex-direction: column; align-items: center; font-size: 0.85em;
+  border: 1px solid var(--jp-border-color2, #e0e0e0); border-radius: 3px; padding: 2px;
+  width: 84px; overflow: hidden; }
+.nbviz-lb-unit-card img { width: 64px; height: 64px; object-fit: contain;
+  image-rendering: pixelated; background: #000; }
+.nbviz-lb-unit-card { cursor: pointer; }
+.nbviz-lb-unit-card.nbviz-active { outline: 2px solid var(--jp-brand-color1, #1976d2); }
+.nbviz-lb-maps { display: flex; flex-wrap: wrap; gap: 3px; }
+.nbviz-lb-map { image-rendering: pixelated; }
+.nbviz-lb-map.nbviz-active { outline: 2px solid #d55e00; }
+.nbviz-lb-unit-card span { max-width: 80px; overflow: hidden; text-overflow: ellipsis;
+  white-space: nowrap; }
 """
 )

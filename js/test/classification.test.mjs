@@ -1,0 +1,32 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { changeColor, signed } from "../confusion.js";
+import { unitAt } from "../layer_browser.js";
+
+test("changeColor: blue where the model improved, red where it got worse, white for none", () => {
+  assert.deepEqual(changeColor(0, true, 5), [255, 255, 255]);
+  assert.deepEqual(changeColor(3, true, 0), [255, 255, 255]);
+  const [r1, , b1] = changeColor(5, true, 5); // more correct
+  const [r2, , b2] = changeColor(-5, false, 5); // fewer errors in a cell
+  const [r3, , b3] = changeColor(5, false, 5); // more errors
+  assert.ok(b1 > r1 && b2 > r2 && r3 > b3);
+  assert.deepEqual(changeColor(-5, true, 5), changeColor(5, false, 5));
+  // stronger for a larger change, capped at the peak
+  assert.ok(changeColor(1, true, 4)[0] > changeColor(4, true, 4)[0]);
+  assert.deepEqual(changeColor(9, true, 4), changeColor(4, true, 4));
+});
+
+test("signed writes the change with its sign", () => {
+  assert.equal(signed(3), "+3");
+  assert.equal(signed(-2), "\u22122");
+  assert.equal(signed(0), "0");
+});
+
+test("unitAt maps a click across the bars to a unit, and -1 outside them", () => {
+  assert.equal(unitAt(0, 100, 10), 0);
+  assert.equal(unitAt(99.9, 100, 10), 9);
+  assert.equal(unitAt(55, 100, 10), 5);
+  assert.equal(unitAt(-1, 100, 10), -1);
+  assert.equal(unitAt(100, 100, 10), -1);
+  assert.equal(unitAt(5, 100, 0), -1);
+});

@@ -1,0 +1,284 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import gallery, { bytesOf, detailLines, finiteRange, layerLine, topKRows } from "../gallery.js";
+
+/** Just enough of a DOM for the gallery's render(): elements, text, classes, events. */
+class FakeNode {
+  constructor(tag) {
+    this.tagName = tag.toUpperCase();
+    this.children = [];
+    this.attributes = {};
+    this.style = {};
+    this.parentNode = null;
+    this.listeners = {};
+    this._text = "";
+    const classes = new Set();
+    this.classList = {
+      add: (...names) => names.forEach((n) => classes.add(n)),
+      remove: (...names) => names.forEach((n) => classes.delete(n)),
+      toggle: (n, on) => ((on ?? !classes.has(n)) ? classes.add(n) : classes.delete(n)),
+      contains: (n) => classes.has(n),
+    };
+    Object.defineProperty(this, "innerHTML", {
+      set() {
+        throw new Error("innerHTML must never be used");
+      },
+    });
+  }
+  set textContent(v) {
+    this._text = String(v);
+    this.children = [];
+  }
+  get textContent() {
+    return this._text + this.children.map((c) => c.textContent).join("");
+  }
+  setAttribute(name, value) {
+    this.attributes[name] = String(value);
+  }
+  getAttribute(name) {
+    return this.attributes[name] ?? null;
+  }
+  append(...nodes) {
+    for (const n of nodes) n.parentNode = this;
+    this.children.push(...nodes);
+  }
+  replaceChildren(...nodes) {
+    this._text = "";
+    this.children = [];
+    this.append(...nodes);
+  }
+  contains(node) {
+    return node === this || this.children.some((c) => c.contains && c.contains(node));
+  }
+  closest(selector) {
+    const cls = selector.slice(1);
+    for (let n = this; n; n = n.parentNode) if (n.classList && n.classList.contains(cls)) return n;
+    return null;
+  }
+  addEventListener(type, fn) {
+    (this.listeners[type] ??= []).push(fn);
+  }
+  getContext() {
+    return null;
+  }
+  /** Fire an event here and let it bubble up, as a click does. */
+  fire(type, extra = {}) {
+    const event = { type, target: this, preventDefault() {}, ...extra };
+    for (let n = this; n; n = n.parentNode) for (const fn of n.listeners?.[type] ?? []) fn(event);
+  }
+}
+
+class FakeText {
+  constructor(text) {
+    this.textContent = text;
+  }
+}
+
+/** All descendants of `root` carrying class `cls`. */
+function find(root, cls) {
+  const out = [];
+  const walk = (n) => {
+    if (n.classList?.contains(cls)) out.push(n);
+    for (const c of n.children ?? []) walk(c);
+  };
+  walk(root);
+  return out;
+}
+
+/** A widget model: traits, change events, and what the view saved. */
+function fakeModel(traits) {
+  const values = { ...traits };
+  const handlers = {};
+  const saved = [];
+  return {
+    saved,
+    get: (name) => values[name],
+    set: (name, value) => {
+      values[name] = value;
+    },
+    save_changes: () => saved.push({ ...values }),
+    on: (event, fn) => (handlers[event] ??= []).push(fn),
+    off: (event, fn) => {
+      handlers[event] = (handlers[event] ?? []).filter((f) => f !== fn);
+    },
+    /** Python changes a trait: listeners run. */
+    change(name, value) {
+      values[name] = value;
+      for (const fn of handlers[`change:${name}`] ?? []) fn();
+    },
+  };
+}
+
+const f4 = (values, shape = [values.length]) => {
+  const data = new Float32Array(values);
+  return { data: new DataView(data.buffer), dtype: "<f4", shape };
+};
+
+describe("helpers", () => {
+  it("bytesOf reads DataViews, typed arrays and ArrayBuffers, and nothing else", () => {
+    const bytes = new Uint8Array([1, 2, 3, 4]);
+    assert.deepEqual([...bytesOf(new DataView(bytes.buffer, 1, 2))], [2, 3]);
+    assert.deepEqual([...bytesOf(bytes)], [1, 2, 3, 4]);
+    assert.deepEqual([...bytesOf(bytes.buffer)], [1, 2, 3, 4]);
+    assert.equal(bytesOf(null), null);
+    assert.equal(bytesOf("png"), null);
+  });
+
+  it("topKRows gives percentages and bar widths, clamped to 0..100%", () => {
+    const rows = topKRows([
+      { class: 3, name: "three", p: 0.875 },
+      { class: 1, name: "one", p: 0.0123 },
+      { class: 2, name: "two", p: 1.2 },
+      { class: 0, name: "zero", p: NaN },
+    ]);
+    assert.deepEqual(
+      rows.map((r) => [r.name, r.text, r.width, r.cls]),
+      [
+        ["three", "87.5%", "87.5%", 3],
+        ["one", "1.23%", "1.2%", 1],
+        ["two", "100.0%", "100.0%", 2],
+        ["zero", "0.0%", "0.0%", 0],
+      ],
+    );
+    assert.deepEqual(topKRows(undefined), []);
+  });
+
+  it("finiteRange skips NaN and infinities and reads a slice", () => {
+    assert.deepEqual(finiteRange([3, NaN, -1, Infinity, 7]), [-1, 7]);
+    assert.deepEqual(finiteRange([5, 1, 2, 9], 1, 2), [1, 2]);
+    assert.deepEqual(finiteRange([NaN]), [0, 0]);
+  });
+
+  it("detailLines list the label and, once evaluated, the prediction", () => {
+    assert.deepEqual(detailLines({ id: 4, label: 1, label_name: "one", evaluated: false }), [
+      ["id", "#4"],
+      ["true", "one"],
+    ]);
+    const lines = detailLines({ id: 4, label: 1, evaluated: true, pred: 7, pred_name: "seven", confidence: 0.5, loss: 2, step: 30, shape: [8, 8] });
+    assert.deepEqual(
+      lines.map(([k]) => k),
+      ["id", "true", "pred", "confidence", "loss", "step", "shape"],
+    );
+    assert.deepEqual(lines[2], ["pred", "seven"]);
+    assert.deepEqual(lines.at(-1), ["shape", "[8, 8]"]);
+  });
+
+  it("layerLine leaves out statistics that are missing", () => {
+    const text = layerLine({ layer: "conv1", type: "Conv2d", shape: [16, 8, 8], mean: 0.5, std: null, min: 0, max: 2, zero_frac: 0.25, note: "" });
+    assert.equal(text, "conv1 \u00b7 Conv2d \u00b7 [16, 8, 8] \u00b7 mean 0.5 \u00b7 min 0 \u00b7 max 2 \u00b7 zero 25%");
+  });
+});
+
+describe("render", () => {
+  before(() => {
+    globalThis.document = {
+      createElement: (tag) => new FakeNode(tag),
+      createTextNode: (text) => new FakeText(text),
+    };
+  });
+  after(() => {
+    delete globalThis.document;
+  });
+
+  const traits = () => ({
+    ids: [5, 6],
+    items: [
+      { id: 5, kind: "text", text: "<img src=x onerror=alert(1)>", evaluated: true, label: 0, label_name: "<b>ham</b>", pred: 1, pred_name: "spam", confidence: 0.9, loss: 2.3 },
+      { id: 6, kind: "", evaluated: false },
+    ],
+    page: 0,
+    n_pages: 1,
+    sort_by: "given",
+    descending: true,
+    eval_step: 10,
+    note: "",
+    prompt: "",
+    detail: {},
+    empty: "",
+    error: "",
+  });
+
+  it("a click on a card asks for its detail, a second click closes it", () => {
+    const model = fakeModel(traits());
+    const root = new FakeNode("div");
+    gallery.render({ model, el: root });
+    const cards = find(root, "nbviz-gallery-card");
+    assert.deepEqual(cards.map((c) => c.getAttribute("data-id")), ["5", "6"]);
+    assert.ok(cards[0].classList.contains("nbviz-wrong"));
+    // a click on something inside the card bubbles to the grid
+    find(cards[0], "nbviz-gallery-text")[0].fire("click");
+    assert.equal(model.saved.at(-1).detail_id, 5);
+    model.change("detail", { id: 5 });
+    return new Promise((resolve) => queueMicrotask(resolve)).then(() => {
+      const again = find(root, "nbviz-gallery-card")[0];
+      assert.ok(again.classList.contains("nbviz-active"));
+      again.fire("click");
+      assert.equal(model.saved.at(-1).detail_id, -1);
+      find(root, "nbviz-gallery-card")[1].fire("keydown", { key: "Enter" });
+      assert.equal(model.saved.at(-1).detail_id, 6);
+    });
+  });
+
+  it("the detail shows top-k, the layers and their maps, all as text from data", async () => {
+    const model = fakeModel(traits());
+    const root = new FakeNode("div");
+    gallery.render({ model, el: root });
+    model.change("detail", {
+      id: 5,
+      kind: "text",
+      text: "<img src=x onerror=alert(1)>",
+      evaluated: true,
+      step: 10,
+      label: 0,
+      label_name: "<b>ham</b>",
+      pred: 1,
+      pred_name: "spam",
+      confidence: 0.9,
+      loss: 2.3,
+      top_k: [
+        { class: 1, name: "spam", p: 0.9 },
+        { class: 0, name: "<b>ham</b>", p: 0.1 },
+      ],
+      top_k_note: "",
+      units: { layer: "fc", step: 10, values: f4([1, -1, 2]) },
+      activations: {
+        step: 10,
+        steps: [10],
+        layers: [
+          { layer: "conv", type: "Conv2d", shape: [2, 2, 2], mean: 1, std: 0, min: 0, max: 2, zero_frac: 0, n_units: 2, note: "", units: f4([1, 2]), maps: f4([0, 1, 2, 3, 4, 5, 6, 7], [2, 2, 2]) },
+          { layer: "fc", type: "Linear", shape: [3], mean: 0, std: 1, min: -1, max: 2, zero_frac: 0, n_units: 3, note: "", units: f4([1, -1, 2]) },
+        ],
+      },
+      activations_note: "",
+    });
+    await new Promise((resolve) => queueMicrotask(resolve));
+    const box = find(root, "nbviz-gallery-detail")[0];
+    assert.notEqual(box.style.display, "none");
+    assert.equal(box.getAttribute("data-id"), "5");
+    const top = find(box, "nbviz-gallery-topk")[0];
+    assert.deepEqual(top.children.map((tr) => tr.getAttribute("data-class")), ["1", "0"]);
+    assert.match(top.textContent, /<b>ham<\/b>10\.0%/);
+    assert.equal(find(box, "nbviz-gallery-detail-text")[0].textContent, "<img src=x onerror=alert(1)>");
+    const layers = find(box, "nbviz-gallery-layer").filter((n) => n.getAttribute("data-layer"));
+    assert.deepEqual(layers.map((n) => n.getAttribute("data-layer")), ["conv", "fc"]);
+    assert.equal(find(layers[0], "nbviz-gallery-map").length, 2);
+    assert.equal(find(layers[1], "nbviz-gallery-map").length, 0);
+    assert.equal(find(box, "nbviz-gallery-pred-wrong")[0].textContent, "spam");
+    find(box, "nbviz-gallery-detail-close")[0].fire("click");
+    assert.equal(model.saved.at(-1).detail_id, -1);
+    model.change("detail", {});
+    await new Promise((resolve) => queueMicrotask(resolve));
+    assert.equal(box.style.display, "none");
+  });
+
+  it("without a capture the detail says how to record one", async () => {
+    const model = fakeModel(traits());
+    const root = new FakeNode("div");
+    gallery.render({ model, el: root });
+    model.change("detail", { id: 6, kind: "", evaluated: false, top_k: [], top_k_note: "Sample 6 was not evaluated at step 10.", activations: null, activations_note: "No activations recorded for sample 6: run.capture(...)" });
+    await new Promise((resolve) => queueMicrotask(resolve));
+    const box = find(root, "nbviz-gallery-detail")[0];
+    assert.match(box.textContent, /not evaluated at step 10/);
+    assert.equal(find(box, "nbviz-gallery-acts-note")[0].textContent, "No activations recorded for sample 6: run.capture(...)");
+  });
+});
