@@ -10,6 +10,7 @@ run (no captures, no predictions) are left out, and ``notes`` says why.
 from __future__ import annotations
 
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as W
@@ -24,6 +25,7 @@ _VIEWS: tuple[tuple[str, str, str, str, dict[str, Any]], ...] = (
     ("histograms", "nbviz.widgets.histograms", "Histograms", "histograms", {}),
     ("confusion", "nbviz.widgets.confusion", "ConfusionMatrix", "predictions", {}),
     ("projector", "nbviz.widgets.projector", "EmbeddingProjector", "embeddings", {"method": "pca"}),
+    ("profiler", "nbviz.widgets.profiler", "Profiler", "profiles", {}),
 )
 
 
@@ -38,6 +40,8 @@ def _holds(run: Any, what: str) -> bool:
         return bool(run.splits())
     if what == "embeddings":
         return any(run.embedding_layers(split) for split in run.splits())
+    if what == "profiles":
+        return bool(len(run.profile_steps()))
     raise ValueError(f"Dashboard: unknown requirement {what!r}")
 
 
@@ -115,10 +119,22 @@ class Dashboard(W.VBox):
             "histograms": "Distributions over steps",
             "confusion": "Where the model errs",
             "projector": "Embeddings",
+            "profiler": "Where a step spends its time",
         }[attr]
         header = W.HTML()
         header.value = f"<b>{title}</b>"  # a fixed title, never text from data
         return W.VBox([header, view], layout=W.Layout(margin="8px 0 0 0"))
+
+    def save_html(self, path: str | Path, **kwargs: Any) -> Any:
+        """Write the dashboard as one self-contained HTML file that opens offline.
+
+        The scrubber still moves every view and clicks still open what they open,
+        on the recorded data; see :func:`nbviz.widgets.export.offline_page` for the
+        options. Returns a ``PageInfo`` (path, size, notes).
+        """
+        from nbviz.widgets.export import save_html
+
+        return save_html(self, path, **kwargs)
 
     def close(self) -> None:
         """Close every view (they stop following the run) and the layout."""
