@@ -27,6 +27,7 @@ from nbviz.analysis.checks import (
     loss_spikes,
     nonfinite,
     overfitting,
+    rank_divergence,
     stuck_weights,
 )
 from nbviz.analysis.checks.finding import SEVERITIES, SEVERITY_RANK, Finding
@@ -45,6 +46,7 @@ CHECKS: dict[str, Callable[[Any], list[Finding]]] = {
     "loss_spikes": loss_spikes.check,
     "overfitting": overfitting.check,
     "class_error_imbalance": class_errors.check,
+    "rank_divergence": rank_divergence.check,
 }
 
 

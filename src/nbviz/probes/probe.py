@@ -19,6 +19,17 @@ expected to be that number plus one. A loop that never calls ``run.log`` gets
 steps 0, 1, 2, ... A step is *captured* when its number is a multiple of
 ``every``; histograms are taken every ``hist_every`` steps (a multiple of
 ``every``). Whatever the period, the non-finite sentinel runs on every step.
+
+Several ranks
+-------------
+Under ``torch.distributed`` with more than one rank (DDP launched by
+``torchrun``), call ``run.watch(model)`` on every rank, with the same options:
+the statistics of each capture step are combined over the ranks (see
+:mod:`nbviz.probes.distributed`), rank 0 writes them, and the sentinel names
+the rank where a non-finite value first appeared. Wrapper prefixes are
+stripped: a ``DistributedDataParallel`` model and its ``.module`` record the
+same names (``fc1``, not ``module.fc1``). ``rank_shards=True`` also writes
+each rank's own statistics to ``<run>/ranks/<rank>/``, a run of its own.
 """
 
 from __future__ import annotations
@@ -27,12 +38,14 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 from torch import nn
 
+from nbviz.probes import distributed as dd
 from nbviz.probes import stats as st
 from nbviz.probes.outputs import describe, find_tensor, path_text
 from nbviz.probes.select import (
@@ -56,7 +69,10 @@ _SIGNAL_ALIASES = {
     "weight": "weights",
     "weights": "weights",
 }
-DEFAULT_EVERY = 10
+#: Capture period by default: statistics of a step in 20 cost the reference MLP and CNN
+#: about 5% of their step time, the every-step NaN sentinel included
+#: (benchmarks/probe_overhead.py); a NaN is still reported at the exact step it appeared.
+DEFAULT_EVERY = 20
 DEFAULT_BINS = 64
 #: Units beyond this count are not recorded one by one (e.g. a vocabulary's logits).
 MAX_UNITS = 8192
@@ -99,7 +115,9 @@ class Probe:
     fixed per layer at its first capture; ``layers`` glob patterns / types /
     predicates selecting modules (default: all leaf modules but pass-throughs);
     ``signals`` any of ``"activations"``, ``"gradients"``, ``"weights"``;
-    ``optimizer`` marks step boundaries at ``optimizer.step()``.
+    ``optimizer`` marks step boundaries at ``optimizer.step()``;
+    ``rank_shards`` (several ranks only) also writes each rank's own statistics
+    to ``<run>/ranks/<rank>/``.
     """
 
     def __init__(
@@ -117,6 +135,8 @@ class Probe:
         first_step: int = 0,
         on_close: Callable[[Probe], None] | None = None,
         replace: bool = False,
+        rank_shards: bool = False,
+        dist: dd.RankContext | None = None,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"watch: expected a torch.nn.Module, got {type(model).__name__}")
@@ -176,6 +196,43 @@ class Probe:
             seen.add(id(p))
             self.params.append((strip_wrapper_prefix(name), p))
         self.device = self.params[0][1].device
+        if rank_shards and dist is None:
+            raise ValueError(
+                "watch: rank_shards=True needs torch.distributed initialised with more than "
+                "one rank (launch with torchrun); leave it out in a single process"
+            )
+        self._dist = dist
+        self._writes = dist is None or dist.writes  # whether this process's records are kept
+        self._grad_scale: float | None = None
+        self._sync_backward = True
+        self._shard: Any = None
+        if dist is not None:
+            # every rank must capture the same steps: agree on the start and the setup
+            first_step = dd.handshake(
+                dist,
+                first_step,
+                {
+                    "every": every,
+                    "hist_every": hist_every,
+                    "bins": bins,
+                    "modules": dd.structure_code(n for n, _ in self.modules),
+                    "parameters": dd.structure_code((n, tuple(p.shape)) for n, p in self.params),
+                    "signals": dd.structure_code(self.signals),
+                },
+            )
+            self._grad_scale = 1.0 / dist.world_size
+            self._module_names = {n for n, _ in self.modules}
+            seen_b: set[int] = set()
+            self._buffers = []
+            for name, b in model.named_buffers():
+                if b.is_floating_point() and id(b) not in seen_b:
+                    seen_b.add(id(b))
+                    self._buffers.append((strip_wrapper_prefix(name), b))
+            self._divergence: dict[str, dict[str, Any]] = {}
+            if rank_shards:
+                from nbviz.store import Writer
+
+                self._shard = Writer(Path(sink.run_dir) / "ranks" / str(dist.rank))
 
         # slot tables: (layer, signal) for records, sentinel index space
         self._act_slots = {n: i for i, (n, _) in enumerate(self.modules)}
@@ -229,6 +286,8 @@ class Probe:
             self._handles.append(optimizer.register_step_post_hook(self._on_optimizer_step))
         _WATCHED[model] = self
         self._write_config()
+        if dist is not None:
+            self._write_distributed(model, rank_shards)
 
     # ------------------------------------------------------------------ public
     @property
@@ -257,12 +316,18 @@ class Probe:
             if model is not None and _WATCHED.get(model) is self:
                 del _WATCHED[model]
             self._init = self._prev = []  # free the weight copies
+            if self._shard is not None:
+                self._shard.close()
             if self._on_close is not None:
                 self._on_close(self)
 
     def flush(self) -> None:
         """Hand everything recorded so far to the writer (ends nothing in progress)."""
         if self.closed:
+            return
+        if self._dist is not None:
+            # ranks may flush at different times: nothing here may communicate
+            self._sentinel.commit(self._counter)
             return
         if self._open and self._backward_done:
             self._finish_step()
@@ -317,6 +382,9 @@ class Probe:
             if tensor is not None and tensor.requires_grad:
                 tensor.register_hook(self._queue_backward_callback)
                 self._callback_pending = True
+                if self._dist is not None:
+                    # DDP decides at the forward whether this backward averages gradients
+                    self._sync_backward = bool(getattr(root, "require_backward_grad_sync", True))
 
     def _queue_backward_callback(self, grad: torch.Tensor) -> None:
         torch.autograd.Variable._execution_engine.queue_callback(self._after_backward)
@@ -398,6 +466,8 @@ class Probe:
         capture = self._capture
         if capture is None or grad is None:
             return
+        if self._grad_scale is not None:
+            grad = grad * self._grad_scale  # the gradient of the ranks' mean loss (DDP's)
         capture.add_clean((name, "gradient"), grad, None, self._hist_for(name, "gradient"))
 
     def _after_backward(self) -> None:
@@ -417,12 +487,31 @@ class Probe:
             self._sentinel.add_many(slots, [_checksum(g) for g in grads])
         self._sentinel.commit(self._counter)
         if self._capture is not None and self._watch_grads:
+            if self._dist is not None:
+                # DDP averages the gradients in a callback queued during this backward,
+                # so after this one: measure them once it has run. A backward under
+                # no_sync() leaves a partial, local sum: the last one has the step's total
+                if self._sync_backward:
+                    queue = torch.autograd.Variable._execution_engine.queue_callback
+                    queue(self._measure_synced)
+                return
             for slot, g in zip(slots, grads, strict=True):
                 name = self.params[slot - base][0]
                 # .grad accumulates: the last backward of the step has the step's total.
                 # Measured now: zero_grad(set_to_none=False) or clipping may change it later
                 self._pgrad_parts[slot - base] = self._capture.measure_clean(
                     (name, "gradient"), g, None, self._hist_for(name, "gradient")
+                )
+
+    def _measure_synced(self) -> None:
+        """Several ranks: the parameter gradients of the step, once DDP has averaged them."""
+        capture = self._capture
+        if capture is None or self.closed:
+            return
+        for j, (name, p) in enumerate(self.params):
+            if p.grad is not None:
+                self._pgrad_parts[j] = capture.measure_clean(
+                    (name, "gradient"), p.grad.detach(), None, self._hist_for(name, "gradient")
                 )
 
     # --------------------------------------------------------------- records
@@ -433,7 +522,14 @@ class Probe:
         h = self._hist.get(key)
         if h is None:
             h = self._hist[key] = st.HistState(self.bins, st.HIST_PADDING[signal])
+            if self._dist is not None and self._per_sample(key):
+                h.defer = True  # the ranks agree on its range first
         return h
+
+    def _per_sample(self, key: Any) -> bool:
+        """Whether a slot holds per-sample values that differ by rank (summed over ranks)."""
+        layer, signal = key
+        return signal == "activation" or (signal == "gradient" and layer in self._module_names)
 
     def _record_capture(self, capture: st.StepCapture) -> None:
         extra: list[torch.Tensor] = []
@@ -455,14 +551,85 @@ class Probe:
                 for (name, _), w in zip(self.params, current, strict=True):
                     capture.add_raw((name, "weight"), w, self._hist_for(name, "weight"))
         extra.append(self._sentinel.first_bad)
+        if self._dist is not None:
+            extra.append(self._checksums_extra())
         flat, extras = capture.to_host(extra)
         self.captures += 1
         results = st.combine(capture.entries, flat)  # keyed by (layer, signal)
         norms = extras[0] if self._watch_weights else None
-        self._emit(results, norms)
-        self._report_nonfinite(first_bad=extras[-1])
+        if self._dist is None:
+            self._emit(results, norms)
+            self._report_nonfinite(first_bad=extras[-1])
+            return
+        if self._shard is not None:
+            self._emit(results, norms, self._shard)  # this rank's own numbers
+        checksums = self._checksums(results, extras[-1])
+        first_bad, ranks, diverged, same = dd.combine_ranks(
+            self._dist, results, self._per_sample, extras[-2], checksums
+        )
+        if self._writes:
+            if not same:
+                self._note_event("rank_layout", {"step": self._tag})
+            self._emit(results, norms)
+            self._report_divergence(diverged)
+        self._report_nonfinite(first_bad=first_bad, ranks=ranks)
 
-    def _emit(self, results: dict, norms: np.ndarray | None) -> None:
+    def _checksums_extra(self) -> torch.Tensor:
+        """Sums and sums of squares of what rank 0's weight statistics do not cover."""
+        tensors = [] if self._watch_weights else [p.detach() for _, p in self.params]
+        tensors += [b.detach() for _, b in self._buffers]
+        if not tensors:
+            return torch.zeros(0, dtype=torch.float64, device=self.device)
+        with torch.no_grad():
+            sums = [t.sum(dtype=torch.float64) for t in tensors]
+            sq = [t.double().square().sum() for t in tensors]
+        return torch.stack([torch.stack(sums), torch.stack(sq)]).to(self.device)
+
+    def _checksums(self, results: dict, extra: np.ndarray) -> np.ndarray:
+        """``(2, K)``: sum and sum of squares of every parameter, then every float buffer."""
+        k = len(extra) // 2
+        rows = extra.reshape(2, k) if k else np.zeros((2, 0))
+        if not self._watch_weights:
+            return rows
+        own = np.array(
+            [
+                [results[(n, "weight")].stats[1] for n, _ in self.params],
+                [results[(n, "weight")].stats[2] for n, _ in self.params],
+            ]
+        )
+        return np.concatenate([own, rows], axis=1)
+
+    def _report_divergence(self, diverged: list[dd.Divergence]) -> None:
+        """One event per tensor that differs across ranks (first step kept, latest updated)."""
+        if not diverged:
+            return
+        names = [(n, "weight") for n, _ in self.params] + [(n, "buffer") for n, _ in self._buffers]
+        sizes = [p.numel() for _, p in self.params] + [b.numel() for _, b in self._buffers]
+        rows = []
+        for d in diverged:
+            name, signal = names[d.index]
+            info = self._divergence.get(name)
+            if info is None:
+                info = self._divergence[name] = {"first_step": self._tag, "captures": 0}
+            info["captures"] += 1
+            detail = {
+                **info,
+                "last_step": self._tag,
+                "ranks": d.ranks,
+                "ranks_differing": d.count,
+                "world_size": self._dist.world_size if self._dist else 1,
+                "numel": sizes[d.index],
+                "abs_diff": d.abs_diff,
+                "rank0_sum": d.rank0[0],
+                "rank0_sumsq": d.rank0[1],
+            }
+            rows.append(("rank_divergence", name, signal, info["first_step"], _json(detail)))
+        self._sink.insert("events", rows)
+
+    def _note_event(self, kind: str, detail: dict[str, Any]) -> None:
+        self._sink.insert("events", [(kind, "", "", self._tag, _json(detail))])
+
+    def _emit(self, results: dict, norms: np.ndarray | None, sink: Any = None) -> None:
         """Rows for the store. ``norms``: per parameter, distance from init then update norm."""
         step = self._tag
         stats_rows, hist_rows, unit_rows = [], [], []
@@ -526,19 +693,30 @@ class Probe:
                 stats_rows.append(
                     (step, name, "update", p.numel(), nan, nan, nan, nan, nan, 0, update_norm, rel)
                 )
+        sink = self._sink if sink is None else sink
         if stats_rows:
-            self._sink.insert("layer_stats", stats_rows)
+            sink.insert("layer_stats", stats_rows)
         if hist_rows:
-            self._sink.insert("histograms", hist_rows)
+            sink.insert("histograms", hist_rows)
         if unit_rows:
-            self._sink.insert("unit_stats", unit_rows)
+            sink.insert("unit_stats", unit_rows)
 
-    def _report_nonfinite(self, first_bad: np.ndarray | None = None, force: bool = False) -> None:
-        """Write an event for each slot whose first non-finite step is newly known."""
+    def _report_nonfinite(
+        self,
+        first_bad: np.ndarray | None = None,
+        force: bool = False,
+        ranks: np.ndarray | None = None,
+    ) -> None:
+        """Write an event for each slot whose first non-finite step is newly known.
+
+        ``ranks``: per slot, the rank that saw it first (several ranks).
+        """
         if first_bad is None:
             if not force:
                 return
             first_bad = self._sentinel.first_bad.cpu().numpy()
+            if self._dist is not None:
+                first_bad, ranks = dd.reduce_first_bad(self._dist, first_bad)
         rows = []
         for slot in np.flatnonzero(first_bad >= 0):
             slot = int(slot)
@@ -550,6 +728,9 @@ class Probe:
             layer, signal = self._sent_names[slot]
             order = self._exec_order.get(layer, len(self._exec_order) + slot)
             detail = {"order": order, "rank": 0, "source": "sentinel"}
+            if ranks is not None and self._dist is not None:
+                detail["rank"] = int(ranks[slot])
+                detail["world_size"] = self._dist.world_size
             rows.append(("nonfinite", layer, signal, step, _json(detail)))
         if rows:
             self._sink.insert("events", rows)
@@ -559,8 +740,13 @@ class Probe:
             del self._counter_tags[c]
 
     # ------------------------------------------------------------------- meta
+    def _set_meta(self, key: str, value: Any) -> None:
+        self._sink.set_meta(key, value)
+        if self._shard is not None:
+            self._shard.set_meta(key, value)
+
     def _write_config(self) -> None:
-        self._sink.set_meta(
+        self._set_meta(
             "probe",
             {
                 "every": self.every,
@@ -579,6 +765,33 @@ class Probe:
             },
         )
 
+    def _write_distributed(self, model: nn.Module, rank_shards: bool) -> None:
+        assert self._dist is not None
+        ddp = None
+        if isinstance(model, nn.parallel.DistributedDataParallel):
+            ddp = {
+                "broadcast_buffers": bool(model.broadcast_buffers),
+                "find_unused_parameters": bool(model.find_unused_parameters),
+            }
+        info = {
+            **self._dist.describe(),
+            "ddp": ddp,
+            "wrapper_prefix": "stripped (module. and _orig_mod.)",
+            "combined": ["activation", "gradient of module outputs"],
+            "rank0_only": ["weight", "update", "gradient of parameters"],
+            "output_gradient_scale": self._grad_scale,
+            "checksum": "sum and sum of squares of every parameter and float buffer, "
+            "compared with rank 0's at capture steps",
+            "checked": [
+                {"name": n, "kind": "parameter", "numel": p.numel()} for n, p in self.params
+            ]
+            + [{"name": n, "kind": "buffer", "numel": b.numel()} for n, b in self._buffers],
+            "rank_shards": bool(rank_shards),
+        }
+        self._sink.set_meta("distributed", info)
+        if self._shard is not None:
+            self._shard.set_meta("distributed", {**info, "rank": self._dist.rank, "shard": True})
+
     def _write_summary(self, force: bool = False) -> None:
         if self._summary_written or (not force and not self._shapes):
             return
@@ -586,7 +799,7 @@ class Probe:
         if model is None:
             return
         root = model._orig_mod if self.compiled else model
-        self._sink.set_meta(
+        self._set_meta(
             "model",
             {
                 "type": type(root).__name__,

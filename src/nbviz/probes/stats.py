@@ -102,6 +102,11 @@ class HistState:
     hi: float | None = None
     lo_dev: torch.Tensor | None = None  # 0-d, until the host knows the range
     hi_dev: torch.Tensor | None = None
+    #: Several ranks feed this histogram: the first capture keeps its samples
+    #: (``pending``) until the ranks agree on one range (:meth:`agree`), so that
+    #: every rank bins into the same bins and the counts add up.
+    defer: bool = False
+    pending: list[torch.Tensor] = field(default_factory=list)
 
     def fix_range(self, sample: torch.Tensor) -> None:
         mn, mx = torch.aminmax(sample)
@@ -135,8 +140,18 @@ class HistState:
             weights = (sample == sample).to(sample.dtype)  # NaN weighs nothing
             idx = torch.nan_to_num_(idx, nan=0.0)
             return torch.bincount(idx.long(), weights, minlength=self.bins + 2), False
+        if self.defer:
+            # counts follow in agree(); the zeros keep the entry's layout ([lo, hi] included)
+            self.pending.append(sample.detach().clone())
+            return torch.zeros(self.bins + 4, dtype=sample.dtype, device=sample.device), True
         if self.lo_dev is None or self.lo_dev.device != sample.device:
             self.fix_range(torch.nan_to_num(sample, nan=0.0, posinf=0.0, neginf=0.0))
+        assert self.lo_dev is not None and self.hi_dev is not None
+        out = self._device_counts(sample)
+        return torch.cat([out, torch.stack([self.lo_dev, self.hi_dev]).to(out.dtype)]), True
+
+    def _device_counts(self, sample: torch.Tensor) -> torch.Tensor:
+        """``[underflow, bins..., overflow]`` over the range still on the device."""
         assert self.lo_dev is not None and self.hi_dev is not None
         inf = float("inf")
         values = torch.nan_to_num(sample, nan=0.0, posinf=inf, neginf=-inf)
@@ -144,7 +159,32 @@ class HistState:
         idx = ((values - self.lo_dev) * scale).floor_().clamp_(-1, self.bins).add_(1).long()
         out = torch.zeros(self.bins + 2, dtype=sample.dtype, device=sample.device)
         out.index_add_(0, idx, (sample == sample).to(sample.dtype))  # NaN weighs nothing
-        return torch.cat([out, torch.stack([self.lo_dev, self.hi_dev]).to(out.dtype)]), True
+        return out
+
+    def pending_extremes(self) -> tuple[float, float]:
+        """Min and max of the first kept sample (what a single process fixes its range from)."""
+        first = torch.nan_to_num(self.pending[0], nan=0.0, posinf=0.0, neginf=0.0)
+        mn, mx = torch.aminmax(first)
+        return float(mn), float(mx)
+
+    def agree(self, mn: float, mx: float) -> np.ndarray:
+        """Fix the range from the ranks' common sample extremes and bin the kept samples.
+
+        Returns this rank's ``[underflow, bins..., overflow]`` counts (float64),
+        to be summed over the ranks; the range is then known on the host.
+        """
+        sample = self.pending[0]
+        self.lo = self.hi = None
+        self.fix_range(torch.tensor([mn, mx], dtype=sample.dtype, device=sample.device))
+        total = self._device_counts(self.pending[0])
+        for s in self.pending[1:]:
+            total += self._device_counts(s)
+        assert self.lo_dev is not None and self.hi_dev is not None
+        lo, hi = float(self.lo_dev), float(self.hi_dev)
+        self.pending.clear()
+        self.defer = False
+        self.set_range(lo, hi)
+        return total.cpu().numpy().astype(np.float64)
 
 
 class Scratch:
@@ -384,6 +424,7 @@ class SlotResult:
     unit_sum: np.ndarray | None = None
     unit_count: float = 0.0
     unit_mismatch: bool = False
+    hist_state: HistState | None = None  # where the range lives (ranks agree on it)
 
 
 def _redo_clean(entries: list[tuple[int, Entry]], parts: dict[int, tuple]) -> None:
@@ -464,6 +505,7 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
             if res.hist is None:
                 assert e.hist.lo is not None and e.hist.hi is not None
                 res.hist, res.hist_range = counts.copy(), (e.hist.lo, e.hist.hi)
+                res.hist_state = e.hist
             else:
                 res.hist += counts
     return results

@@ -55,6 +55,8 @@ def check(run: Any) -> list[Finding]:
                 "signal": row.signal,
                 "step": int(row.step),
                 "order": detail.get("order", 0),
+                # several ranks: the rank whose sentinel saw it first
+                "rank": detail.get("rank") if detail.get("world_size", 1) > 1 else None,
             }
         )
     known = set(run.scalar_names())
@@ -104,7 +106,8 @@ def check(run: Any) -> list[Finding]:
             if it["module"] != origin["module"] and it["module"] not in down_same
         )
     )
-    message = f"First non-finite value (NaN/Inf) at step {origin['step']}, {where}."
+    on_rank = f" on rank {origin['rank']}" if origin.get("rank") is not None else ""
+    message = f"First non-finite value (NaN/Inf) at step {origin['step']}{on_rank}, {where}."
     if down_same:
         message += f" Downstream at the same step: {names(down_same)}."
     if down_later:
@@ -124,7 +127,11 @@ def check(run: Any) -> list[Finding]:
             step=origin["step"],
             message=message,
             evidence={
-                "origin": {k: origin[k] for k in ("name", "signal", "step")},
+                "origin": {
+                    k: origin[k]
+                    for k in ("name", "signal", "step", "rank")
+                    if origin.get(k) is not None
+                },
                 "downstream": [
                     {k: it[k] for k in ("module", "name", "signal", "step")} for it in rest[:200]
                 ],
