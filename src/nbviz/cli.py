@@ -26,13 +26,12 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    try:
-        from nbviz.report import write_report
-    except ImportError:
-        print("nbviz report: this installation has no report writer", file=sys.stderr)
-        return 2
-    path = write_report(args.run, args.output)
-    print(f"report written to {path}")
+    from nbviz.report import write_report
+
+    info = write_report(args.run, args.output, max_steps=args.max_steps)
+    print(f"report written to {info.path} ({info.nbytes / 1e6:.2f} MB, {info.seconds:.1f} s)")
+    for note in info.notes:
+        print(f"  {note}")
     return 0
 
 
@@ -53,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("run", help="run directory")
     report.add_argument(
         "-o", "--output", default=None, help="output file (default: RUN/report.html)"
+    )
+    report.add_argument(
+        "--max-steps",
+        type=int,
+        default=120,
+        help="steps stored for the scrubber, evenly spaced (default: 120)",
     )
     report.set_defaults(func=_report)
     return parser

@@ -102,6 +102,18 @@ class NbvizWidget(anywidget.AnyWidget):
     _css = _BASE_CSS
     error = traitlets.Unicode("", help="Readable error shown instead of the view.").tag(sync=True)
 
+    def save_html(self, path: str | Path, **kwargs: Any) -> Any:
+        """Write this view as one self-contained HTML file that opens offline, no kernel.
+
+        The page embeds the front-end and the data, and plays back what the
+        kernel would answer for a sampled set of steps and selections; see
+        :func:`nbviz.widgets.export.offline_page` for the options (``title``,
+        ``max_steps``, ``max_bytes``). Returns a ``PageInfo`` (path, size, notes).
+        """
+        from nbviz.widgets.export import save_html
+
+        return save_html(self, path, **kwargs)
+
 
 _KINDS = "biuf"
 

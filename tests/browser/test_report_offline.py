@@ -1,0 +1,196 @@
+"""The offline report in a browser with no network: it opens from file://, every view
+renders, the scrubber moves the other views, and clicks open what they open."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+ARTIFACTS = Path(__file__).parent / "_artifacts"
+WAIT_MS = 30_000
+LOCAL = ("file:", "blob:", "data:")
+
+
+@pytest.fixture(scope="module")
+def report_file(demo_run_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from nbviz.report import write_report
+
+    info = write_report(demo_run_path, tmp_path_factory.mktemp("report") / "report.html")
+    print(f"report: {info.nbytes / 1e6:.2f} MB in {info.seconds:.1f} s")
+    return Path(info.path)
+
+
+class Offline:
+    """A page in a context with networking off; every request that is not local is aborted."""
+
+    def __init__(self, browser: Any) -> None:
+        self.context = browser.new_context(offline=True, viewport={"width": 1280, "height": 900})
+        self.outside: list[str] = []
+        self.errors: list[str] = []
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(WAIT_MS)
+        self.page.on(
+            "console",
+            lambda m: (
+                self.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None
+            ),
+        )
+        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        if url.startswith(LOCAL):
+            route.continue_()
+        else:
+            self.outside.append(url)
+            route.abort()
+
+    def open(self, path: Path) -> Any:
+        self.page.goto(path.resolve().as_uri())
+        self.page.wait_for_selector("#nbviz-report-root[data-nbviz-ready=true]")
+        return self.page
+
+
+@pytest.fixture
+def offline(request: pytest.FixtureRequest, browser: Any) -> Iterator[Offline]:
+    o = Offline(browser)
+    try:
+        yield o
+    finally:
+        rep = getattr(request.node, "rep_call", None)
+        if rep is not None and rep.failed:
+            ARTIFACTS.mkdir(exist_ok=True)
+            o.page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-failed.png"))
+        o.context.close()
+
+
+# canvases of the line charts and histograms, with the count of their non-blank pixels
+PAINTED = """() => [...document.querySelectorAll(
+    '.nbviz-loss-curves canvas, .nbviz-histograms canvas')]
+  .filter(c => c.width > 0 && c.height > 0)
+  .map(c => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4) if (d[i]) n++;
+    return n;
+  })"""
+
+VIEWS = [
+    ".nbviz-scrubber",
+    ".nbviz-loss-curves",
+    ".nbviz-health",
+    ".nbviz-layer-browser",
+    ".nbviz-histograms",
+    ".nbviz-confusion",
+]
+
+
+def test_report_opens_offline_with_every_view_drawn(offline: Offline, report_file: Path) -> None:
+    page = offline.open(report_file)
+    for selector in VIEWS:
+        view = page.locator(selector)
+        expect(view).to_have_count(1)
+        box = view.bounding_box()
+        assert box is not None and box["height"] > 20, f"{selector} is a blank box: {box}"
+        assert view.inner_text().strip(), f"{selector} shows no text"
+        expect(view.locator(".nbviz-message-error")).to_have_count(0)
+    # the charts are drawn on canvases with pixels in them
+    painted = page.evaluate(PAINTED)
+    assert painted and all(n > 100 for n in painted), painted
+    expect(page.locator(".nbviz-layer-browser .nbviz-lb-table tbody tr").first).to_be_visible()
+    expect(page.locator(".nbviz-report-notes")).to_contain_text("recorded steps are stored")
+    page.wait_for_timeout(300)
+    assert offline.outside == [], f"the page asked the network for {offline.outside}"
+    assert offline.errors == []
+
+
+def test_scrubber_moves_the_other_views(offline: Offline, report_file: Path) -> None:
+    page = offline.open(report_file)
+    scrubber = page.locator(".nbviz-scrubber")
+    layers = page.locator(".nbviz-layer-browser .nbviz-lb-step")
+    hist = page.locator(".nbviz-histograms .nbviz-hist-current")
+    confusion = page.locator(".nbviz-confusion .nbviz-cm-step")
+    expect(scrubber).to_have_attribute("data-step", "65")
+    expect(layers).to_contain_text("step 65")
+    expect(hist).to_contain_text("step 65")
+    expect(confusion).to_contain_text("evaluation of step 65")
+    before = page.locator(".nbviz-layer-browser .nbviz-lb-table").inner_text()
+
+    scrubber.locator(".nbviz-scrub-first").click()
+    expect(scrubber).to_have_attribute("data-step", "0")
+    expect(layers).to_contain_text("step 0")
+    expect(hist).to_contain_text("step 0")
+    expect(confusion).to_contain_text("no evaluation at or before step 0")
+    assert page.locator(".nbviz-layer-browser .nbviz-lb-table").inner_text() != before
+    expect(scrubber.locator(".nbviz-scrub-scalars")).to_contain_text("train_loss")
+
+    # the slider too: the middle of the run, the first evaluation
+    slider = scrubber.locator(".nbviz-scrub-slider")
+    slider.evaluate(
+        """(s) => { s.value = String(Math.floor((Number(s.max) + 1) / 2));
+                    s.dispatchEvent(new Event('input')); }"""
+    )
+    step = int(scrubber.get_attribute("data-step") or "-1")
+    assert 0 < step < 65
+    expect(layers).to_contain_text(f"step {step}")
+    expect(confusion).to_contain_text(re.compile(r"evaluation of step 21|no evaluation"))
+    assert offline.errors == []
+
+
+def test_confusion_cell_click_shows_its_samples(
+    offline: Offline, report_file: Path, demo_run: Any
+) -> None:
+    preds = demo_run.predictions(65, split="val")
+    wrong = preds[preds["label"] != preds["pred"]]
+    pair = wrong.groupby(["label", "pred"]).size().sort_values(ascending=False)
+    (t, p), n = pair.index[0], int(pair.iloc[0])
+    page = offline.open(report_file)
+    view = page.locator(".nbviz-confusion")
+    expect(view.locator(".nbviz-gallery")).to_contain_text("Click a cell")
+    canvas = view.locator("canvas.nbviz-cm-canvas")
+    box = canvas.bounding_box()
+    assert box is not None and box["width"] > 100
+    cell = box["width"] / 10
+    canvas.click(position={"x": (p + 0.5) * cell, "y": (t + 0.5) * cell})
+    thumbs = view.locator(".nbviz-gallery .nbviz-gallery-card img.nbviz-gallery-thumb")
+    expect(thumbs).to_have_count(min(n, 24))
+    # the thumbnails are the cell's samples, decoded from the page itself
+    widths = thumbs.evaluate_all("(imgs) => imgs.map(i => i.complete ? i.naturalWidth : 0)")
+    assert all(w > 0 for w in widths), widths
+
+    # the selection survives a change of step; its samples follow the evaluation
+    earlier = demo_run.predictions(43, split="val")
+    n43 = int(((earlier["label"] == t) & (earlier["pred"] == p)).sum())
+    page.locator(".nbviz-scrubber .nbviz-scrub-back").click()
+    expect(view.locator(".nbviz-cm-step")).to_contain_text("evaluation of step 43")
+    if n43:
+        expect(thumbs).to_have_count(min(n43, 24))
+    else:
+        expect(view.locator(".nbviz-gallery")).to_contain_text("No samples in this cell")
+    assert offline.errors == []
+
+
+def test_finding_click_moves_the_scrubber_and_opens_its_layer(
+    offline: Offline, report_file: Path
+) -> None:
+    page = offline.open(report_file)
+    finding = page.locator(".nbviz-health .nbviz-hr-item[data-layer]:not([data-layer=''])").first
+    layer = finding.get_attribute("data-layer")
+    where = finding.locator(".nbviz-hr-where").inner_text()
+    step = re.search(r"step (\d+)", where)
+    assert layer and step, where
+    finding.click()
+    expect(page.locator(".nbviz-scrubber")).to_have_attribute("data-step", step.group(1))
+    detail = page.locator(".nbviz-layer-browser .nbviz-lb-detail")
+    expect(detail).to_contain_text(layer)
+    expect(detail.locator(".nbviz-lb-chartbox").first).to_be_visible()
+    expect(page.locator(".nbviz-layer-browser .nbviz-lb-step")).to_contain_text(
+        f"step {step.group(1)}"
+    )
+    assert offline.errors == []
