@@ -9,7 +9,7 @@ uninstrumented baseline of the same block, and the table shows the median ratio.
 
 Each block starts every tool afresh and runs ``--warmup`` untimed steps first, so
 one-off work at a tool's first log (nbviz fixes histogram ranges at its first
-capture) is not counted as per-step overhead; with ``--steps`` a multiple of 10,
+capture) is not counted as per-step overhead; with ``--steps`` a multiple of 20,
 every timed window holds exactly one nbviz capture at the defaults.
 
 TensorBoard and wandb columns appear when those packages are installed
@@ -190,7 +190,7 @@ def measure(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--blocks", type=int, default=12)
-    parser.add_argument("--steps", type=int, default=10, help="steps per block and config")
+    parser.add_argument("--steps", type=int, default=20, help="steps per block and config")
     parser.add_argument(
         "--warmup",
         type=int,

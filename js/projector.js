@@ -84,7 +84,10 @@ function render({ model, el: root }) {
   const barFill = el("div", { style: { width: "0%" } });
   const bar = el("div", { class: "nbviz-projector-bar" }, [barFill]);
   const statusText = el("span", { class: "nbviz-pj-status" });
-  const statusLine = el("div", { class: "nbviz-projector-status" }, [bar, statusText]);
+  const stopButton = /** @type {HTMLButtonElement} */ (
+    el("button", { class: "nbviz-pj-stop", text: "stop", attrs: { type: "button" } })
+  );
+  const statusLine = el("div", { class: "nbviz-projector-status" }, [bar, statusText, stopButton]);
   const noteText = el("div", { class: "nbviz-pj-note nbviz-num" });
   const canvas = /** @type {HTMLCanvasElement} */ (el("canvas"));
   const rect = el("div", { class: "nbviz-projector-rect", style: { display: "none" } });
@@ -292,6 +295,7 @@ function render({ model, el: root }) {
     const progress = model.get("progress");
     const status = model.get("status");
     bar.style.display = progress < 1 ? "" : "none";
+    stopButton.style.display = progress < 1 && shown && shown !== wanted ? "" : "none";
     barFill.style.width = `${Math.round(100 * progress)}%`;
     const waiting =
       shown && shown !== wanted && progress < 1
@@ -407,6 +411,8 @@ function render({ model, el: root }) {
     sendPicked([]);
   });
   resetButton.addEventListener("click", () => plot && plot.reset());
+  // stopping keeps the layout on screen: choosing its method cancels the background job
+  stopButton.addEventListener("click", () => save(model, { method: model.get("shown_method") }));
   methodSelect.addEventListener("change", () => save(model, { method: methodSelect.value }));
   colourSelect.addEventListener("change", () => save(model, { color_by: colourSelect.value }));
   classSelect.addEventListener("change", () =>
@@ -433,7 +439,11 @@ function render({ model, el: root }) {
     selectedText.textContent = n ? `${n.toLocaleString()} selected` : "";
   };
 
-  const gallery = childView(model, "gallery", galleryHost);
+  const gallery = childView(model, "gallery", galleryHost, () =>
+    message(galleryHost, "Select points (box or lasso) to see their samples here.", {
+      kind: "empty",
+    }),
+  );
   void gallery.refresh();
   draw();
   const schedule = throttle(draw, 50);

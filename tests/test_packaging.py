@@ -65,7 +65,10 @@ def test_wheel_bundles_are_minified_esm(wheel: Path) -> None:
     for entry in ENTRIES:
         code = zf.read(f"nbviz/static/{entry}.js").decode()
         assert "export" in code, f"{entry}.js is not an ES module"
-        assert code.count("\n") < 5, f"{entry}.js is not minified"
+        # minified code is a few long lines; a bundled library may keep newlines inside
+        # string literals (regl-scatterplot's shaders), so look at the line length
+        lines = code.split("\n")
+        assert len(code) / len(lines) > 150, f"{entry}.js is not minified"
         assert "innerHTML" not in code, f"{entry}.js uses innerHTML"
 
 

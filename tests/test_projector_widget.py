@@ -151,3 +151,25 @@ def test_changing_method_keeps_seed_and_resolves_the_new_defaults(tmp_path):
     assert pj.params["seed"] == 5 and pj.params["perplexity"] == 30.0
     pj.close()  # cancels the background job
     assert pj.wait(10)
+
+
+def test_choosing_the_shown_method_stops_the_background_job(tmp_path):
+    run, _ = classified_run(tmp_path / "r")
+    pj = EmbeddingProjector(run, method="tsne", params={"n_iter": 2000}, live=False)
+    assert pj.progress < 1 and pj.shown_method == "pca"
+    job = pj._job
+    pj.method = "pca"  # what the view's "stop" button does
+    assert job is not None and job.cancel.is_set()
+    assert pj.wait(5) and pj.status == "" and pj.progress == 1.0 and pj.shown_method == "pca"
+
+
+def test_an_unavailable_method_is_said_and_pca_stays(tmp_path, monkeypatch):
+    run, _ = classified_run(tmp_path / "r", steps=(5,))
+    reason = "UMAP is unavailable: the umap-learn package is not installed (pip install umap-learn)"
+    monkeypatch.setattr(
+        P, "method_unavailable", lambda method: reason if method == "umap" else None
+    )
+    pj = EmbeddingProjector(run, method="umap", live=False)
+    assert pj.shown_method == "pca" and pj.points["n"] == 400
+    assert pj.status == f"{reason}; showing PCA"
+    assert pj.wait(1)

@@ -6,9 +6,10 @@ import { message } from "./dom.js";
  * @param {import("./model.js").AnyModel} model
  * @param {string} trait  name of the trait holding the child reference
  * @param {HTMLElement} host
+ * @param {() => void} [placeholder]  fills the host while the trait holds no widget
  * @returns {{refresh: () => Promise<void>, remove: () => void}}
  */
-export function childView(model, trait, host) {
+export function childView(model, trait, host, placeholder) {
   /** @type {any} */
   let view = null;
   let closed = false;
@@ -22,7 +23,10 @@ export function childView(model, trait, host) {
       view = null;
     }
     host.replaceChildren();
-    if (typeof ref !== "string" || !ref.startsWith("IPY_MODEL_") || !manager) return;
+    if (typeof ref !== "string" || !ref.startsWith("IPY_MODEL_") || !manager) {
+      if (placeholder) placeholder();
+      return;
+    }
     try {
       const child = await manager.get_model(ref.slice("IPY_MODEL_".length));
       const created = await manager.create_view(child);

@@ -66,7 +66,7 @@ export function colourCodes(mode, p) {
  */
 export function pointSize(n) {
   if (n <= 1) return 6;
-  return Math.max(1, Math.min(6, 6 - 1.1 * Math.log10(n / 1000)));
+  return Math.max(1, Math.min(6, 6 - 1.65 * Math.log10(n / 1000)));
 }
 
 /**

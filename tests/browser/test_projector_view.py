@@ -114,4 +114,7 @@ def test_a_chosen_method_replaces_pca_when_ready(nb, demo_run_path: Path) -> Non
     wait_until(lambda: nb.kernel_eval("pj.method"), lambda v: v == "'tsne'")
     expect(view).to_have_attribute("data-method", "tsne", timeout=120_000)
     assert view.get_attribute("data-drawn") == n
+    expect(view.locator(".nbviz-pj-stop")).to_be_hidden()  # nothing left to stop
+    view.locator(".nbviz-pj-color").select_option("correct")
+    nb.screenshot("projector-tsne")
     assert nb.kernel_eval("pj.params['seed']") == "7"  # kept across the change of method
