@@ -9,7 +9,7 @@ import { el, message } from "./lib/dom.js";
 import { drawHeatmap } from "./lib/heatmap.js";
 import { floorIndex, formatNumber, formatStep } from "./lib/linechart.js";
 import { listen, save } from "./lib/model.js";
-import { drawBars, drawSparkline } from "./lib/sparkline.js";
+import { drawBars, drawSignedBars, drawSparkline } from "./lib/sparkline.js";
 import { decodeArray } from "./lib/wire.js";
 
 /** @type {Array<[string, string, boolean]>} metric, column title, log-scale sparkline */
@@ -359,7 +359,7 @@ function render({ model, el: root }) {
     } else if (sm.units) {
       const values = arr(sm.units);
       const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-sample-units" }));
-      drawBars(canvas, Array.from(values, (v) => Math.max(0, v)), 0, values.length, { width: Math.max(160, Math.min(720, values.length * 8)), height: 60, color: ORANGE });
+      drawSignedBars(canvas, values, { width: Math.max(160, Math.min(720, values.length * 8)), height: 60, color: ORANGE });
       box.append(canvas);
     }
     return box;
@@ -376,7 +376,7 @@ function render({ model, el: root }) {
     const means = arr(us.means);
     const width = Math.max(160, Math.min(720, us.n_units * 8));
     const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-unit-bars", attrs: { title: "click a unit to list its samples" } }));
-    drawBars(canvas, means.length ? Array.from(means, (v) => Math.max(0, v)) : [], 0, us.n_units, { width, height: 70, color: BLUE });
+    drawSignedBars(canvas, means, { width, height: 70, color: BLUE });
     if (us.unit >= 0) {
       const ctx = canvas.getContext("2d");
       if (ctx) {

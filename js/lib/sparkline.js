@@ -98,6 +98,47 @@ export function drawBars(canvas, counts, lo, hi, options = {}) {
 }
 
 /**
+ * Draw one bar per value from a zero line: positive values up, negative down
+ * (per-unit means of a layer that is not a ReLU have both signs).
+ * @param {HTMLCanvasElement} canvas
+ * @param {ArrayLike<number>} values
+ * @param {{width?: number, height?: number, color?: string, negative?: string}} [options]
+ * @returns {number} the y of the zero line, in CSS px
+ */
+export function drawSignedBars(canvas, values, options = {}) {
+  const width = options.width ?? 220;
+  const height = options.height ?? 70;
+  const ctx = sizeCanvas(canvas, width, height);
+  let hi = 0;
+  let lo = 0;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (Number.isFinite(v)) {
+      hi = Math.max(hi, v);
+      lo = Math.min(lo, v);
+    }
+  }
+  const span = hi - lo || 1;
+  const top = 2;
+  const usable = height - 4;
+  const zero = top + (hi / span) * usable;
+  const w = (width - 4) / Math.max(values.length, 1);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (!Number.isFinite(v) || v === 0) continue;
+    const h = (Math.abs(v) / span) * usable;
+    ctx.fillStyle = v > 0 ? (options.color ?? "#0072b2") : (options.negative ?? "#d55e00");
+    ctx.fillRect(2 + i * w, v > 0 ? zero - h : zero, Math.max(w - 0.5, 0.5), h);
+  }
+  ctx.strokeStyle = "#9e9e9e";
+  ctx.beginPath();
+  ctx.moveTo(2, Math.round(zero) + 0.5);
+  ctx.lineTo(width - 2, Math.round(zero) + 0.5);
+  ctx.stroke();
+  return zero;
+}
+
+/**
  * @param {number} v
  * @returns {string}
  */
