@@ -400,8 +400,10 @@ class Run(RunView):
 
         The loader yields ``(inputs, labels)`` or ``(inputs, labels, ids)``; without ids
         samples are numbered in loader order (so don't shuffle it). Embeddings come
-        from ``embed_layer`` (default: the input of the last ``nn.Linear``); per-unit
-        activation summaries from ``units_layer`` (default: the embedding layer).
+        from ``embed_layer`` (default: the input of the last ``nn.Linear``): they are
+        also the per-sample values of that layer's input units, which the LayerBrowser
+        ranks samples by. ``units_layer`` stores the same per-unit summary (the mean
+        over each channel's positions) for another module's output; default none.
         Samples are logged on the first evaluation of a split. ``capture_ids``: samples
         whose activations through every layer are also recorded (see :meth:`capture`).
         Logs ``{split}_loss`` and ``{split}_accuracy`` at ``step`` and returns them.
