@@ -213,6 +213,11 @@ def test_sample_click_opens_its_detail_and_flips_list_their_samples(nb, tmp_path
     # compare with the first evaluation: the flipped samples, one click away
     view.locator(".nbviz-cm-compare").select_option("0")
     wait_until(lambda: nb.kernel_eval("cm.compare_step"), lambda v: v == "0")
+    # the counts arrive with the comparison (the run may still be refreshing the view)
+    wait_until(
+        lambda: nb.kernel_eval("{k: v for k, v in cm.compare.items() if k != 'delta'}"),
+        lambda v: "'to_right'" in v,
+    )
     fixed = int(nb.kernel_eval("cm.compare['to_right']"))
     assert fixed > 0
     flip = view.locator('.nbviz-cm-flip[data-flip="to_right"]')
