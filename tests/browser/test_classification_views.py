@@ -269,8 +269,10 @@ def test_layer_browser_lists_the_samples_that_excite_a_unit(nb, tmp_path: Path) 
     view.locator(".nbviz-lb-unit-input").fill("7")
     view.locator(".nbviz-lb-unit-input").press("Enter")
     wait_until(lambda: nb.kernel_eval("lb.unit"), lambda v: v == "7")
+    # the list follows: wait for unit 7's own samples before clicking one
+    first = nb.kernel_eval("lb.unit_samples['most'][0]['id']")
+    expect(most.first).to_have_attribute("data-id", first)
     # a click on one of the samples shows its feature maps of the layer, the unit's marked
-    first = most.first.get_attribute("data-id")
     most.first.click()
     wait_until(lambda: nb.kernel_eval("lb.map_id"), lambda v: v == first)
     maps = view.locator(f'.nbviz-lb-sample-maps[data-id="{first}"] canvas.nbviz-lb-map')
