@@ -810,9 +810,8 @@ def compute_layout(
     layer = _resolve_layer(run, split, layer)
     p = resolve_params(method, params)
     report = _Progress(progress, cancel)
-    chain = _chain(run, split, layer, step) if align else [int(step)]
-    if not align:
-        _chain(run, split, layer, step)  # same error for a step that is not recorded
+    recorded = _chain(run, split, layer, step)  # refuses a step that is not recorded
+    chain = recorded if align else [int(step)]
     keys = [
         layout_key(run, split, layer, s, method, p, chain[: i + 1] if align else None)
         for i, s in enumerate(chain)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import traitlets
 
-from nbviz.analysis.profile import Profile, overhead_text
+from nbviz.analysis.profile import MODULE_COLUMNS, Profile, overhead_text
 from nbviz.store import Reader
 from nbviz.widgets.base import esm
 from nbviz.widgets.live import TRAINING_CSS, LiveView
@@ -33,21 +33,8 @@ from nbviz.widgets.live import TRAINING_CSS, LiveView
 __all__ = ["Profiler"]
 
 PHASES = ("total", "forward", "backward")
-SORT_KEYS = (
-    "name",
-    "type",
-    "calls",
-    "self_ms",
-    "total_ms",
-    "pct",
-    "forward_self_ms",
-    "forward_ms",
-    "backward_self_ms",
-    "backward_ms",
-    "device_ms",
-    "memory_bytes",
-    "input_shapes",
-)
+# every column of the module table but the tree's own bookkeeping
+SORT_KEYS = tuple(c for c in MODULE_COLUMNS if c not in ("parent", "depth", "device_memory_bytes"))
 
 
 class Profiler(LiveView):

@@ -483,10 +483,6 @@ class EmbeddingProjector(LiveView):
                 self.gallery.split = self.split
             self._show()
 
-    @traitlets.observe("color_by")
-    def _on_color(self, change: Any) -> None:
-        """Colour is drawn in the browser; nothing to recompute."""
-
     @traitlets.observe("picked")
     def _on_picked(self, change: Any) -> None:
         payload = change["new"] or {}
