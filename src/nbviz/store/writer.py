@@ -1,10 +1,13 @@
 """The run store's writer: one background thread that commits rows in batches.
 
 ``Writer.insert`` only puts rows on a bounded queue and returns; a daemon thread
-with its own connection executes them (``executemany``, ``INSERT OR REPLACE``)
-inside a transaction that it commits at least every ``commit_interval``
-seconds while data arrives, and at once when someone calls ``flush`` or
-``close``. A process that dies loses at most what was not yet committed.
+with its own connection executes them (multi-row ``INSERT OR REPLACE``) and
+commits. Rows wait in the queue for up to ``commit_interval`` seconds (less when
+the queue fills up, none when someone calls ``flush`` or ``close``) and are then
+written and committed in one burst: readers only see committed rows anyway, and
+a thread that wakes for every insert would take the GIL from a training loop
+dozens of times per step. A process that dies loses at most what was not yet
+committed.
 An error in the thread is kept and raised, with the table and the cause, by
 the next ``insert``, ``flush`` or ``close``.
 """
@@ -96,6 +99,7 @@ class _State:
     enqueued: int = 0  # seq of the last item queued
     committed: int = 0  # seq of the last item committed (or failed for good)
     flush_waiters: int = 0
+    blocked: int = 0  # inserters waiting for room in the queue
     closing: bool = False
     closed: bool = False
     dead: bool = False  # the thread has stopped
@@ -206,51 +210,45 @@ def _commit(state: _State) -> None:
             pass
 
 
+def _full(state: _State) -> bool:
+    """The queue holds enough that the thread should not wait for the interval to end."""
+    return (
+        state.blocked > 0
+        or 2 * state.pending_rows >= state.max_pending
+        or 2 * state.pending_bytes >= state.max_pending_bytes
+    )
+
+
 def _loop(state: _State) -> None:
     cond = state.cond
-    in_txn = False
-    txn_start = 0.0
     executed = 0
     sizes: dict[str, list[int]] = {}
     try:
         while True:
             with cond:
-                while not state.queue:
-                    if in_txn and (state.flush_waiters or state.closing):
+                while not state.queue and not state.closing:
+                    cond.wait()
+                # gather for up to one commit interval: one burst of writes
+                deadline = time.monotonic() + state.commit_interval
+                while not (state.flush_waiters or state.closing or _full(state)):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
                         break
-                    if not in_txn and state.closing:
-                        break
-                    if in_txn:
-                        left = txn_start + state.commit_interval - time.monotonic()
-                        if left <= 0:
-                            break
-                        cond.wait(left)
-                    else:
-                        cond.wait()
+                    cond.wait(left)
                 items = list(state.queue)
                 state.queue.clear()
-            if not items and not in_txn:
+            if not items:
                 return  # closing, and everything is committed
-            if items:
-                if not in_txn:
-                    state.conn.execute("BEGIN")
-                    in_txn = True
-                    txn_start = time.monotonic()
-                _execute(state, items, sizes)
-                executed = items[-1].seq
-                with cond:
-                    state.pending_rows -= sum(i.nrows for i in items)
-                    state.pending_bytes -= sum(i.nbytes for i in items)
-                    cond.notify_all()
-                del items
+            state.conn.execute("BEGIN")
+            _execute(state, items, sizes)
+            executed = items[-1].seq
+            _commit(state)
             with cond:
-                urgent = bool(state.flush_waiters or state.closing)
-            if in_txn and (urgent or time.monotonic() - txn_start >= state.commit_interval):
-                _commit(state)
-                in_txn = False
-                with cond:
-                    state.committed = executed
-                    cond.notify_all()
+                state.pending_rows -= sum(i.nrows for i in items)
+                state.pending_bytes -= sum(i.nbytes for i in items)
+                state.committed = executed
+                cond.notify_all()
+            del items
     except BaseException as exc:  # noqa: BLE001 - reported to the caller
         err = WriterError(
             f"nbviz store writer for run at {state.where} stopped: "
@@ -289,8 +287,8 @@ class Writer:
     run_dir:
         The run directory; created, with its schema, if it does not exist.
     commit_interval:
-        Longest time in seconds that written rows wait before a commit while
-        data keeps arriving.
+        Longest time in seconds that queued rows wait before they are written
+        and committed (readers see them then).
     max_pending:
         Most rows queued and not yet written; ``insert`` blocks beyond it
         (back-pressure keeps memory bounded whatever the producer does).
@@ -414,16 +412,23 @@ class Writer:
                 )
                 and not state.dead
             ):
-                state.cond.wait()
+                state.blocked += 1
+                state.cond.notify_all()
+                try:
+                    state.cond.wait()
+                finally:
+                    state.blocked -= 1
             if state.dead or state.closing:
                 raise state.fatal or RuntimeError(
                     f"Writer: the writer of run at {self.run_dir} closed while rows waited"
                 )
             state.enqueued += 1
+            wake = not state.queue  # the thread sleeps until the first row
             state.queue.append(_Item(state.enqueued, op, table, rows, nrows, nbytes))
             state.pending_rows += nrows
             state.pending_bytes += nbytes
-            state.cond.notify_all()
+            if wake or _full(state):
+                state.cond.notify_all()
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until everything queued before this call is committed.
