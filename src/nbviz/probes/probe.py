@@ -243,6 +243,7 @@ class Probe:
         ]
         self._hist: dict[tuple[str, str], st.HistState] = {}
         self._scratch = st.Scratch() if self.device.type == "cpu" else None
+        self._bin_cache = st.BinCache()
         self._shapes: dict[str, list[int]] = {}
         self._exec_order: dict[str, int] = {}
         self._unit_dims: dict[str, int | None] = {}
@@ -398,7 +399,9 @@ class Probe:
         self._counter += 1
         self.steps_seen += 1
         capture = self._tag % self.every == 0
-        self._capture = st.StepCapture(self.bins, self._scratch) if capture else None
+        self._capture = (
+            st.StepCapture(self.bins, self._scratch, self._bin_cache) if capture else None
+        )
         self._capture_hist = capture and self._tag % self.hist_every == 0
         self._pgrad_parts = {}
         if capture and self._watch_weights:
@@ -431,15 +434,19 @@ class Probe:
         if live is None:
             return
         x = live.detach()
-        self._sentinel.add(slot, x.sum(dtype=torch.float32) if x.element_size() < 4 else x.sum())
         capture = self._capture
-        if capture is None:
-            return
-        if self._watch_acts:
+        if capture is None or not self._watch_acts:
+            self._sentinel.add(slot, _checksum(x))
+            if capture is None:
+                return
+        else:
             ud = self._unit_dims.get(name)
             if ud is not None and (x.dim() <= ud or x.shape[ud] != self._shapes[name][ud]):
                 ud = None  # the unit count changed: statistics only
-            capture.add_clean((name, "activation"), x, ud, self._hist_for(name, "activation"))
+            entry = capture.add_clean(
+                (name, "activation"), x, ud, self._hist_for(name, "activation")
+            )
+            self._sentinel.add(slot, entry.witness)  # the statistics tell finiteness too
         if self._watch_grads and live.requires_grad:
             live.register_hook(partial(self._on_output_grad, name))
 
@@ -482,26 +489,29 @@ class Probe:
             if p.grad is not None:
                 slots.append(base + j)
                 grads.append(p.grad.detach())
-        if grads:
-            # one sum per gradient: half the cost of a batched norm on CPU
-            self._sentinel.add_many(slots, [_checksum(g) for g in grads])
-        self._sentinel.commit(self._counter)
-        if self._capture is not None and self._watch_grads:
-            if self._dist is not None:
-                # DDP averages the gradients in a callback queued during this backward,
-                # so after this one: measure them once it has run. A backward under
-                # no_sync() leaves a partial, local sum: the last one has the step's total
-                if self._sync_backward:
-                    queue = torch.autograd.Variable._execution_engine.queue_callback
-                    queue(self._measure_synced)
-                return
+        measured = self._capture is not None and self._watch_grads and self._dist is None
+        if grads and measured:
+            assert self._capture is not None
             for slot, g in zip(slots, grads, strict=True):
                 name = self.params[slot - base][0]
                 # .grad accumulates: the last backward of the step has the step's total.
                 # Measured now: zero_grad(set_to_none=False) or clipping may change it later
-                self._pgrad_parts[slot - base] = self._capture.measure_clean(
+                parts = self._capture.measure_clean(
                     (name, "gradient"), g, None, self._hist_for(name, "gradient")
                 )
+                self._pgrad_parts[slot - base] = parts
+                self._sentinel.add(slot, parts[0].witness)
+        elif grads:
+            # one sum per gradient: half the cost of a batched norm on CPU
+            self._sentinel.add_many(slots, [_checksum(g) for g in grads])
+        self._sentinel.commit(self._counter)
+        if self._capture is not None and self._watch_grads and self._dist is not None:
+            # DDP averages the gradients in a callback queued during this backward,
+            # so after this one: measure them once it has run. A backward under
+            # no_sync() leaves a partial, local sum: the last one has the step's total
+            if self._sync_backward:
+                queue = torch.autograd.Variable._execution_engine.queue_callback
+                queue(self._measure_synced)
 
     def _measure_synced(self) -> None:
         """Several ranks: the parameter gradients of the step, once DDP has averaged them."""

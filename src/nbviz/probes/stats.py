@@ -28,10 +28,15 @@ passes), a non-finite one takes the ``clean`` way at once. On accelerators the
 branch-free ways above are used, so nothing waits for the device before the
 step's one copy.
 
-Histograms bin a fixed strided subsample (statistics stay exact on the full
-tensor). Their range is fixed at the first capture of each (layer, signal); once
-the host knows it, binning is a ``clamp``, a scale and one ``bincount`` with an
-underflow and an overflow bin (``histc`` is twice as slow at these sizes).
+Histograms bin a fixed subsample (statistics stay exact on the full tensor):
+short contiguous runs at fixed pseudo-random places, which read memory in lines
+where a plain stride would miss the cache once per element. Their range is fixed at the
+first capture of each (layer, signal); once the host knows it, the samples of the
+whole step are binned together when the step ends: one ``cat``, a shift, a scale
+and a ``clamp`` against per-element constants cached across steps, then one
+``bincount`` over all histograms at once, each offset into its own block of bins
+(per tensor, the same work costs five ops, and ``bincount``'s fixed cost
+dominates at these sizes).
 """
 
 from __future__ import annotations
@@ -59,20 +64,9 @@ _EXACT_F32 = 2**24
 #: while training, gradients change scale most.
 HIST_PADDING = {"activation": 0.5, "weight": 0.5, "gradient": 1.0}
 
-_PRIMES = (1, 2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73)
-
-
-def _sample_stride(numel: int) -> int:
-    """A stride that takes about ``HIST_SAMPLE`` elements and is unlikely to alias with shapes."""
-    if numel <= HIST_SAMPLE:
-        return 1
-    want = -(-numel // HIST_SAMPLE)
-    # a prime stride does not divide typical (power-of-two-ish) dimensions, so the
-    # sample walks across channels and positions instead of repeating one of them
-    candidate = want | 1
-    while any(candidate % p == 0 for p in _PRIMES[1:] if p < candidate):
-        candidate += 2
-    return candidate
+#: The histogram sample is this many contiguous runs of ``HIST_RUN`` elements.
+HIST_RUN = 64
+_HIST_RUNS = HIST_SAMPLE // HIST_RUN
 
 
 def _cheap_to_read(t: torch.Tensor) -> bool:
@@ -187,6 +181,10 @@ class HistState:
         return total.cpu().numpy().astype(np.float64)
 
 
+#: Tensors at least this large take their element-wise temporaries from :class:`Scratch`.
+SCRATCH_MIN = 1 << 16
+
+
 class Scratch:
     """A reusable CPU buffer for element-wise temporaries, one per dtype.
 
@@ -207,9 +205,86 @@ class Scratch:
         return buf[:n]
 
 
-def _hist_sample(flat: torch.Tensor) -> torch.Tensor:
-    stride = _sample_stride(flat.numel())
-    return flat[::stride][:HIST_SAMPLE] if stride > 1 else flat
+def _hist_sample(flat: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    """About ``HIST_SAMPLE`` elements of a 1-d tensor (all of it when small), and whether a copy.
+
+    Larger tensors give ``HIST_RUN``-element runs at fixed pseudo-random places
+    (the same places at every capture, so histograms stay comparable), which spread
+    over rows and columns alike whatever the tensor's shape.
+    """
+    n = flat.numel()
+    if n <= HIST_SAMPLE:
+        return flat, False
+    return torch.index_select(flat, 0, _sample_index(n, flat.device)), True
+
+
+_SAMPLE_INDEX: dict[tuple[int, torch.device], torch.Tensor] = {}
+
+
+def _sample_index(n: int, device: torch.device) -> torch.Tensor:
+    key = (n, device)
+    index = _SAMPLE_INDEX.get(key)
+    if index is None:
+        if len(_SAMPLE_INDEX) >= 256:
+            _SAMPLE_INDEX.clear()
+        # distinct run-sized slots, so runs never overlap; random slots start at
+        # every offset within a row that a multiple of HIST_RUN can reach
+        rng = np.random.default_rng(n)
+        slots = np.sort(rng.choice(n // HIST_RUN, _HIST_RUNS, replace=False))
+        flat_index = (slots[:, None] * HIST_RUN + np.arange(HIST_RUN)).reshape(-1)
+        index = _SAMPLE_INDEX[key] = torch.from_numpy(flat_index).to(device)
+    return index
+
+
+@dataclass
+class HistInput:
+    """What a tensor's histogram needs: its state, the flat tensor, whether it is finite."""
+
+    state: HistState
+    flat: torch.Tensor
+    finite: bool
+
+
+Parts = tuple[tuple[int, ...], list[torch.Tensor], list[torch.Tensor], "HistInput | None"]
+
+
+class BinCache:
+    """Per-element constants of a step's batched binning, kept while the layout repeats.
+
+    A step's histogram samples are binned in one pass against per-element
+    ``start``, ``scale`` and block ``offset`` values; those depend only on which
+    histograms are in the step, their sample sizes and ranges (fixed once known),
+    so consecutive steps reuse them.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._consts: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+    def constants(
+        self, hists: list[HistState], sizes: list[int], like: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        key = (tuple(map(id, hists)), tuple(sizes), like.dtype, like.device)
+        if key != self._key or self._consts is None:
+            self._consts = _bin_constants(hists, sizes, like)
+            self._key = key
+        return self._consts
+
+
+def _bin_constants(
+    hists: list[HistState], sizes: list[int], like: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per element: ``start`` (one bin below the range), ``1 / width``, the block's first bin."""
+    rows, first = [], 0
+    for h in hists:
+        assert h.lo is not None and h.hi is not None
+        width = (h.hi - h.lo) / h.bins
+        rows.append((h.lo - width, 1.0 / width, float(first)))
+        first += h.bins + 2
+    table = torch.tensor(rows, dtype=torch.float64)
+    per = torch.repeat_interleave(table, torch.tensor(sizes), dim=0)
+    per = per.to(dtype=like.dtype, device=like.device)
+    return per[:, 0].contiguous(), per[:, 1].contiguous(), per[:, 2].contiguous()
 
 
 @dataclass
@@ -222,6 +297,9 @@ class Entry:
     units: int = 0  # number of units (per-unit nonzero count and sum follow), 0 when none
     hist: HistState | None = None
     hist_range: bool = False  # the histogram counts are followed by [lo, hi]
+    hist_batch: int = -1  # row of the step's batched histogram counts, -1 when not batched
+    #: A 0-d tensor that is non-finite exactly when an element was (for the sentinel).
+    witness: torch.Tensor | None = None
     source: torch.Tensor | None = None  # raw entries: the tensor, for the rare clean redo
     vector_sizes: tuple[int, ...] = field(default=())
 
@@ -231,13 +309,14 @@ def clean_parts(
     unit_dim: int | None = None,
     hist: HistState | None = None,
     scratch: Scratch | None = None,
-) -> tuple[tuple[int, ...], list[torch.Tensor], list[torch.Tensor], bool]:
+) -> Parts:
     """Statistics of ``x`` with non-finite elements counted and left out of the moments.
 
-    Returns ``(fields, scalars, vectors, hist_range)``: 0-d results for the listed
-    STAT_FIELDS, then vectors (per-unit nonzero count and sum, histogram).
-    Without units the sum and nonzero count are scalars; with units they are
-    the host's sums of the per-unit vectors.
+    Returns ``(fields, scalars, vectors, hist)``: 0-d results for the listed
+    STAT_FIELDS, vectors (per-unit nonzero count and sum) and what the histogram
+    needs (see :class:`HistInput`), ``None`` without ``hist``. Without units the sum
+    and nonzero count are scalars; with units they are the host's sums of the
+    per-unit vectors.
     """
     xf = _float(x)
     n = xf.numel()
@@ -268,11 +347,8 @@ def clean_parts(
         nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
         fields = (_SUM, _SUMSQ, _MIN, _MAX, _NONZERO, _NONFINITE)
         scalars = [xc.sum(), sumsq, mn, mx, nonzero, nonfinite]
-    with_range = False
-    if hist is not None:
-        counts, with_range = hist.counts(_hist_sample(flat))
-        vectors.append(counts)
-    return fields, scalars, vectors, with_range
+    hist_in = HistInput(hist, flat, finite=False) if hist is not None else None
+    return fields, scalars, vectors, hist_in
 
 
 def _finite_parts(
@@ -284,35 +360,54 @@ def _finite_parts(
     unit_dim: int | None,
     hist: HistState | None,
     scratch: Scratch | None,
-) -> tuple[tuple[int, ...], list[torch.Tensor], list[torch.Tensor], bool]:
-    """``clean_parts`` of a tensor known to be finite: no cleaning, nothing non-finite to count."""
+) -> Parts:
+    """``clean_parts`` of a tensor known to be finite: no cleaning, nothing non-finite to count.
+
+    The hot path of every capture: positional arguments and a fresh ``sign`` for
+    small tensors, as keyword parsing and buffer slicing cost more than the op there.
+    """
     n = flat.numel()
-    sign = torch.sign(flat, out=scratch.like(flat)) if scratch is not None else flat.sign()
+    if scratch is not None and n >= SCRATCH_MIN:
+        sign = torch.sign(flat, out=scratch.like(flat))
+    else:
+        sign = flat.sign()
     vectors: list[torch.Tensor] = []
     if unit_dim is not None:
         shape = xf.shape
-        dims = [d for d in range(len(shape)) if d != unit_dim]
-        dtype = torch.float64 if n // max(shape[unit_dim], 1) >= _EXACT_F32 else None
+        dims = _other_dims(len(shape), unit_dim)
         if not nonnegative:  # signs of a ReLU output are already 0 or 1
             sign.abs_()
-        vectors.append(sign.view(shape).sum(dim=dims, dtype=dtype))
-        vectors.append(xf.sum(dim=dims))
+        if n // max(shape[unit_dim], 1) >= _EXACT_F32:
+            vectors.append(sign.view(shape).sum(dims, dtype=torch.float64))
+        else:
+            vectors.append(sign.view(shape).sum(dims))
+        vectors.append(xf.sum(dims))
         fields: tuple[int, ...] = (_SUMSQ, _MIN, _MAX)
         scalars = [torch.dot(flat, flat), mn, mx]
     else:
         nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
         fields = (_SUM, _SUMSQ, _MIN, _MAX, _NONZERO)
         scalars = [flat.sum(), torch.dot(flat, flat), mn, mx, nonzero]
-    with_range = False
-    if hist is not None:
-        counts, with_range = hist.counts(_hist_sample(flat), finite=True)
-        vectors.append(counts)
-    return fields, scalars, vectors, with_range
+    hist_in = HistInput(hist, flat, finite=True) if hist is not None else None
+    return fields, scalars, vectors, hist_in
+
+
+_DIMS: dict[tuple[int, int], int | tuple[int, ...]] = {}
+
+
+def _other_dims(ndim: int, unit_dim: int) -> int | tuple[int, ...]:
+    """The dimensions to reduce for per-unit sums (an int when one, which is cheaper to pass)."""
+    key = (ndim, unit_dim)
+    dims = _DIMS.get(key)
+    if dims is None:
+        rest = tuple(d for d in range(ndim) if d != unit_dim)
+        dims = _DIMS[key] = rest[0] if len(rest) == 1 else rest
+    return dims
 
 
 def raw_parts(
     x: torch.Tensor, hist: HistState | None = None, scratch: Scratch | None = None
-) -> tuple[tuple[int, ...], list[torch.Tensor], list[torch.Tensor], bool]:
+) -> Parts:
     """Statistics of ``x`` as it is (see the module docstring): 4 reductions and a sign."""
     xf = _float(x)
     flat = xf.reshape(-1)
@@ -327,23 +422,48 @@ def raw_parts(
     sign = flat.sign()
     nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
     scalars = [flat.sum(), torch.dot(flat, flat), mn, mx, nonzero]
-    vectors: list[torch.Tensor] = []
-    with_range = False
-    if hist is not None:
-        counts, with_range = hist.counts(_hist_sample(flat))
-        vectors.append(counts)
-    return (_SUM, _SUMSQ, _MIN, _MAX, _NONZERO), scalars, vectors, with_range
+    hist_in = HistInput(hist, flat, finite=False) if hist is not None else None
+    return (_SUM, _SUMSQ, _MIN, _MAX, _NONZERO), scalars, [], hist_in
+
+
+_CONSTANTS: dict[tuple[torch.dtype, bool], torch.Tensor] = {}
+
+
+def _witness(x: torch.Tensor, fields: tuple[int, ...], scalars: list[torch.Tensor]) -> torch.Tensor:
+    """From a tensor's statistics, a 0-d tensor non-finite exactly when an element was.
+
+    On the CPU the host has already checked (a non-finite tensor is the only one
+    measured the clean way), so a constant does; elsewhere the non-finite count
+    becomes NaN where positive, on the device.
+    """
+    bad = _NONFINITE in fields
+    dtype = x.dtype if x.element_size() >= 4 else torch.float32  # as the sentinel's own sums
+    if x.is_cpu:
+        key = (dtype, bad)
+        const = _CONSTANTS.get(key)
+        if const is None:
+            const = _CONSTANTS[key] = torch.tensor(float("nan") if bad else 0.0, dtype=dtype)
+        return const
+    count = scalars[fields.index(_NONFINITE)]
+    return torch.where(count > 0, float("nan"), 0.0).to(dtype)
 
 
 class StepCapture:
     """Collects the device tensors of one capture step; one host copy at the end."""
 
-    def __init__(self, bins: int, scratch: Scratch | None = None) -> None:
+    def __init__(
+        self, bins: int, scratch: Scratch | None = None, bin_cache: BinCache | None = None
+    ) -> None:
         self.bins = bins
         self.scratch = scratch
+        self.bin_cache = bin_cache
         self.entries: list[Entry] = []
         self.scalars: list[torch.Tensor] = []
         self.vectors: list[torch.Tensor] = []
+        # histogram samples binned together at the end (their ranges are on the host)
+        self._samples: list[torch.Tensor] = []
+        self._sample_hists: list[HistState] = []
+        self._weighted = False  # some batched sample may hold NaN
 
     def add_clean(
         self,
@@ -351,9 +471,11 @@ class StepCapture:
         x: torch.Tensor,
         unit_dim: int | None = None,
         hist: HistState | None = None,
-    ) -> None:
+    ) -> Entry:
         """Statistics of a tensor that may be gone (or changed) when the step ends."""
-        self.add_measured(self.measure_clean(slot, x, unit_dim, hist))
+        measured = self.measure_clean(slot, x, unit_dim, hist)
+        self.add_measured(measured)
+        return measured[0]
 
     def measure_clean(
         self,
@@ -363,23 +485,64 @@ class StepCapture:
         hist: HistState | None = None,
     ) -> tuple[Entry, list[torch.Tensor], list[torch.Tensor]]:
         """``add_clean``'s numbers without adding them yet (see ``add_measured``)."""
-        fields, scalars, vectors, with_range = clean_parts(x, unit_dim, hist, self.scratch)
+        fields, scalars, vectors, hist_in = clean_parts(x, unit_dim, hist, self.scratch)
         units = x.shape[unit_dim] if unit_dim is not None else 0
-        return Entry(slot, x.numel(), fields, units, hist, with_range), scalars, vectors
+        entry = Entry(slot, x.numel(), fields, units, hist)
+        entry.witness = _witness(x, fields, scalars)
+        self._histogram(entry, hist_in, vectors, keep=False)
+        return entry, scalars, vectors
 
     def add_measured(self, measured: tuple[Entry, list[torch.Tensor], list[torch.Tensor]]) -> None:
         self._add(*measured)
 
     def add_raw(self, slot: Hashable, x: torch.Tensor, hist: HistState | None = None) -> None:
         """Statistics of a tensor that stays alive until the step's host copy."""
-        fields, scalars, vectors, with_range = raw_parts(x, hist, self.scratch)
+        fields, scalars, vectors, hist_in = raw_parts(x, hist, self.scratch)
         # on CPU raw_parts has already checked the tensor and cleaned it if needed
         source = None if _cheap_to_read(x) else x.detach()
-        self._add(
-            Entry(slot, x.numel(), fields, 0, hist, with_range, source=source),
-            scalars,
-            vectors,
-        )
+        entry = Entry(slot, x.numel(), fields, 0, hist, source=source)
+        self._histogram(entry, hist_in, vectors, keep=True)
+        self._add(entry, scalars, vectors)
+
+    def _histogram(
+        self, entry: Entry, hist_in: HistInput | None, vectors: list, keep: bool
+    ) -> None:
+        """Bin now (range still on the device) or queue the sample for the step's batch.
+
+        ``keep``: the tensor stays unchanged until ``to_host``, so a view will do;
+        otherwise a sample that is a view gets copied.
+        """
+        if hist_in is None:
+            return
+        state = hist_in.state
+        sample, copied = _hist_sample(hist_in.flat)
+        if state.lo is None or state.bins != self.bins:
+            counts, entry.hist_range = state.counts(sample, finite=hist_in.finite)
+            vectors.append(counts)
+            return
+        if not (keep or copied):
+            sample = sample.clone()
+        entry.hist_batch = len(self._samples)
+        self._samples.append(sample)
+        self._sample_hists.append(state)
+        self._weighted |= not hist_in.finite
+
+    def _binned(self) -> torch.Tensor:
+        """``[underflow, bins..., overflow]`` of every queued sample, block after block."""
+        samples = torch.cat(self._samples)
+        sizes = [t.numel() for t in self._samples]
+        if self.bin_cache is not None:
+            start, scale, first = self.bin_cache.constants(self._sample_hists, sizes, samples)
+        else:
+            start, scale, first = _bin_constants(self._sample_hists, sizes, samples)
+        idx = samples.sub_(start).mul_(scale).clamp_(0, self.bins + 1).floor_().add_(first)
+        total = len(self._samples) * (self.bins + 2)
+        if not self._weighted:
+            return torch.bincount(idx.long(), minlength=total)
+        # NaN weighs nothing; infinities were clamped into the outer bins
+        weights = (idx == idx).to(samples.dtype)
+        idx = torch.nan_to_num_(idx, nan=0.0)
+        return torch.bincount(idx.long(), weights, minlength=total)
 
     def _add(self, entry: Entry, scalars: list, vectors: list) -> None:
         entry.vector_sizes = tuple(v.numel() for v in vectors)
@@ -393,12 +556,15 @@ class StepCapture:
     def to_host(self, extra: list[torch.Tensor] = ()) -> tuple[np.ndarray, list[np.ndarray]]:
         """Copy every result (plus ``extra`` tensors) to the host in one transfer.
 
-        Returns the step's flat float64 array and the ``extra`` pieces from it.
+        Returns the step's flat float64 array (scalars, vectors, then the batched
+        histogram counts) and the ``extra`` pieces from it.
         """
         pieces: list[torch.Tensor] = []
         if self.scalars:
             pieces.append(torch.stack(self.scalars))  # promotes mixed float dtypes
         pieces.extend(v.reshape(-1) for v in self.vectors)
+        if self._samples:
+            pieces.append(self._binned())
         pieces.extend(t.reshape(-1) for t in extra)
         if not pieces:
             return np.zeros(0), []
@@ -406,6 +572,7 @@ class StepCapture:
         head = torch.zeros(0, dtype=torch.float64, device=pieces[0].device)
         flat = torch.cat([head, *pieces]).cpu().numpy()
         n_main = len(self.scalars) + sum(v.numel() for v in self.vectors)
+        n_main += len(self._samples) * (self.bins + 2)
         extras, off = [], n_main
         for t in extra:
             extras.append(flat[off : off + t.numel()])
@@ -449,7 +616,9 @@ def _redo_clean(entries: list[tuple[int, Entry]], parts: dict[int, tuple]) -> No
 def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult]:
     """Per slot: sums of the captured vectors (min/max for the extremes)."""
     n_scalars = sum(len(e.scalars) for e in entries)
-    scalars, vectors = flat[:n_scalars], flat[n_scalars:]
+    n_vectors = sum(sum(e.vector_sizes) for e in entries)
+    scalars, vectors = flat[:n_scalars], flat[n_scalars : n_scalars + n_vectors]
+    binned = flat[n_scalars + n_vectors :]
     parts: dict[int, tuple[np.ndarray, list[np.ndarray]]] = {}
     redo: list[tuple[int, Entry]] = []
     s_off = v_off = 0
@@ -497,7 +666,11 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
                 res.unit_mismatch = True
                 res.unit_nonzero = res.unit_sum = None
         if e.hist is not None:
-            counts = vecs[j]
+            if e.hist_batch >= 0:
+                width = e.hist.bins + 2
+                counts = binned[e.hist_batch * width : (e.hist_batch + 1) * width]
+            else:
+                counts = vecs[j]
             if e.hist_range:
                 lo, hi = float(counts[-2]), float(counts[-1])
                 counts = counts[:-2]
