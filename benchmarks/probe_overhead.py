@@ -5,12 +5,13 @@ batch 64) and an MLP 784-512-512-512-10 (batch 256). Configurations are run in
 interleaved blocks; each block measures every configuration and its ratio to the
 uninstrumented baseline of the same block, and the table shows the median ratio.
 
-    python benchmarks/probe_overhead.py [--blocks 12] [--steps 10] [--warmup 10] [--threads N]
+    python benchmarks/probe_overhead.py [--blocks 12] [--steps 50] [--warmup 10] [--threads N]
 
 Each block starts every tool afresh and runs ``--warmup`` untimed steps first, so
 one-off work at a tool's first log (nbviz fixes histogram ranges at its first
-capture) is not counted as per-step overhead; with ``--steps`` a multiple of 20,
-every timed window holds exactly one nbviz capture at the defaults.
+capture) is not counted as per-step overhead; with ``--steps`` a multiple of the
+default capture period (50), every timed window holds exactly one nbviz capture
+per period at the defaults.
 
 TensorBoard and wandb columns appear when those packages are installed
 (``pip install -e '.[bench]'``, done by ``make bench``).
@@ -190,7 +191,7 @@ def measure(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--blocks", type=int, default=12)
-    parser.add_argument("--steps", type=int, default=20, help="steps per block and config")
+    parser.add_argument("--steps", type=int, default=50, help="steps per block and config")
     parser.add_argument(
         "--warmup",
         type=int,

@@ -69,10 +69,11 @@ _SIGNAL_ALIASES = {
     "weight": "weights",
     "weights": "weights",
 }
-#: Capture period by default: statistics of a step in 20 cost the reference MLP and CNN
-#: about 5% of their step time, the every-step NaN sentinel included
+#: Capture period by default (a divisor of 100, so captures fall on round steps): a
+#: capture costs the reference MLP about two steps' time on 2 CPU cores, so one in 50
+#: keeps it near 2% beside the every-step NaN sentinel's 3-5%
 #: (benchmarks/probe_overhead.py); a NaN is still reported at the exact step it appeared.
-DEFAULT_EVERY = 20
+DEFAULT_EVERY = 50
 DEFAULT_BINS = 64
 #: Units beyond this count are not recorded one by one (e.g. a vocabulary's logits).
 MAX_UNITS = 8192
