@@ -111,9 +111,9 @@ class Probe:
     """Records activations, gradients and weights of ``model`` into a run.
 
     Create it with ``run.watch(model, ...)``; see the module docstring for how steps
-    are counted. Parameters: ``every`` capture period (statistics, per-unit maps);
-    ``hist_every`` histogram period (default ``every``); ``bins`` histogram bins,
-    fixed per layer at its first capture; ``layers`` glob patterns / types /
+    are counted. Parameters: ``every`` capture period (statistics, per-unit maps;
+    default 50); ``hist_every`` histogram period (default ``every``); ``bins``
+    histogram bins, fixed per layer at its first capture; ``layers`` glob patterns / types /
     predicates selecting modules (default: all leaf modules but pass-throughs);
     ``signals`` any of ``"activations"``, ``"gradients"``, ``"weights"``;
     ``optimizer`` marks step boundaries at ``optimizer.step()``;
