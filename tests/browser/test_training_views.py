@@ -132,9 +132,12 @@ def test_dashboard_scrubber_moves_every_view(nb, demo_run_path: Path) -> None:
         wait_for_kernel(lambda v=view: nb.kernel_eval(f"dash.{v}.step"), "0")
     expect(page.locator(".nbviz-hist-current")).to_contain_text("step 0:")
     page.locator(".nbviz-scrub-forward").click()
-    wait_for_kernel(
-        lambda: nb.kernel_eval("dash.histograms.step"), nb.kernel_eval("dash.scrubber.step")
-    )
+    # the click reaches the kernel asynchronously: read the new step once it has moved
+    deadline = time.monotonic() + 30
+    while (moved := nb.kernel_eval("dash.scrubber.step")) == "0":
+        assert time.monotonic() < deadline, "the scrubber's step stayed 0 after 'forward'"
+        time.sleep(0.1)
+    wait_for_kernel(lambda: nb.kernel_eval("dash.histograms.step"), moved)
     page.locator(".nbviz-layer-browser .nbviz-lb-row").nth(1).click()
     wait_for_kernel(lambda: nb.kernel_eval("dash.layers.selected_layer"), "'1'")
     expect(page.locator(".nbviz-lb-detail canvas").first).to_be_visible()
