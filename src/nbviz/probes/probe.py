@@ -46,6 +46,7 @@ import torch
 from torch import nn
 
 from nbviz.probes import distributed as dd
+from nbviz.probes import finite
 from nbviz.probes import stats as st
 from nbviz.probes.outputs import describe, find_tensor, path_text
 from nbviz.probes.select import (
@@ -242,6 +243,15 @@ class Probe:
         self._sent_names = [(n, "activation") for n, _ in self.modules] + [
             (n, "gradient") for n, _ in self.params
         ]
+        # checks the sentinel can take from another one (see nbviz.probes.finite)
+        self._keeps_finite = {
+            self._act_slots[n]: kind
+            for n, m in self.modules
+            if (kind := finite.keeps_finite(m)) is not None
+        }
+        self._grad_via = finite.weight_from_bias(model, self.params)
+        self._checked: tuple[Any, int, torch.Tensor] | None = None  # the last output checked
+        self._autocast = False  # some forward of this step ran under autocast
         self._hist: dict[tuple[str, str], st.HistState] = {}
         self._scratch = st.Scratch() if self.device.type == "cpu" else None
         self._bin_cache = st.BinCache()
@@ -374,11 +384,14 @@ class Probe:
         if not self._open:
             self._start_step()
         self._active = True
+        self._checked = None
+        self._autocast = self._autocast or _autocast_enabled(self.device.type)
 
     def _on_root_post(self, root: nn.Module, args: Any, output: Any) -> None:
         if not self._active:
             return
         self._active = False
+        self._checked = None
         if not self._callback_pending:
             _, tensor = find_tensor(output)
             if tensor is not None and tensor.requires_grad:
@@ -405,6 +418,7 @@ class Probe:
         )
         self._capture_hist = capture and self._tag % self.hist_every == 0
         self._pgrad_parts = {}
+        self._autocast = False
         if capture and self._watch_weights:
             with torch.no_grad():
                 torch._foreach_copy_(self._prev, [p.detach() for _, p in self.params])
@@ -434,13 +448,13 @@ class Probe:
             live = self._first_output(name, module, output)
         if live is None:
             return
-        x = live.detach()
         capture = self._capture
         if capture is None or not self._watch_acts:
-            self._sentinel.add(slot, _checksum(x))
+            self._sentinel.add(slot, self._output_check(slot, args, output, live))
             if capture is None:
                 return
         else:
+            x = live.detach()
             ud = self._unit_dims.get(name)
             if ud is not None and (x.dim() <= ud or x.shape[ud] != self._shapes[name][ud]):
                 ud = None  # the unit count changed: statistics only
@@ -450,6 +464,30 @@ class Probe:
             self._sentinel.add(slot, entry.witness)  # the statistics tell finiteness too
         if self._watch_grads and live.requires_grad:
             live.register_hook(partial(self._on_output_grad, name))
+
+    def _output_check(self, slot: int, args: Any, output: Any, live: torch.Tensor) -> torch.Tensor:
+        """The sentinel's value for a module output: its sum, or its input's check.
+
+        The input's check stands when the module keeps finite values finite and its
+        input is the output checked last, not modified in place since (an in-place
+        module bumps the version once itself).
+        """
+        kind = self._keeps_finite.get(slot)
+        last = self._checked
+        if kind is not None and last is not None and args:
+            x = args[0]
+            if (
+                x is last[0]()
+                and x is not None
+                and x._version == last[1] + (output is x)
+                and (kind == "any" or live.dtype in finite.WIDE)
+            ):
+                value = last[2]
+                self._checked = (last[0], x._version, value)
+                return value
+        value = _checksum(live)
+        self._checked = (weakref.ref(live), live._version, value)
+        return value
 
     def _first_output(self, name: str, module: nn.Module, output: Any) -> torch.Tensor | None:
         """The tensor to watch in ``output``; on a module's first call, notes about it."""
@@ -503,8 +541,7 @@ class Probe:
                 self._pgrad_parts[slot - base] = parts
                 self._sentinel.add(slot, parts[0].witness)
         elif grads:
-            # one sum per gradient: half the cost of a batched norm on CPU
-            self._sentinel.add_many(slots, [_checksum(g) for g in grads])
+            self._sentinel.add_many(slots, self._grad_checks([s - base for s in slots], grads))
         self._sentinel.commit(self._counter)
         if self._capture is not None and self._watch_grads and self._dist is not None:
             # DDP averages the gradients in a callback queued during this backward,
@@ -513,6 +550,34 @@ class Probe:
             if self._sync_backward:
                 queue = torch.autograd.Variable._execution_engine.queue_callback
                 queue(self._measure_synced)
+
+    def _grad_checks(self, index: list[int], grads: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The sentinel's values for parameter gradients: one sum each (half the cost
+        of a batched norm on CPU), or for a layer's weight its bias's sum (see
+        :mod:`nbviz.probes.finite`; not when a hook of the user's may change one of them).
+        """
+        via = {} if self._autocast else self._grad_via
+        params = self.params
+        sums: dict[int, torch.Tensor] = {}
+        values = []
+        for j, g in zip(index, grads, strict=True):
+            k = via.get(j)
+            if k is not None and g.dtype in finite.WIDE:
+                weight, bias = params[j][1], params[k][1]
+                b = bias.grad
+                if (
+                    b is not None
+                    and bias.requires_grad
+                    and b.dtype in finite.WIDE
+                    and not finite.has_grad_hooks(weight)
+                    and not finite.has_grad_hooks(bias)
+                ):
+                    j, g = k, b
+            value = sums.get(j)
+            if value is None:
+                value = sums[j] = _checksum(g)
+            values.append(value)
+        return values
 
     def _measure_synced(self) -> None:
         """Several ranks: the parameter gradients of the step, once DDP has averaged them."""
@@ -832,6 +897,13 @@ def _json(value: Any) -> str:
     import json
 
     return json.dumps(value, separators=(",", ":"))
+
+
+def _autocast_enabled(device_type: str) -> bool:
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except (TypeError, RuntimeError):  # a device type autocast does not know
+        return False
 
 
 def _checksum(x: torch.Tensor) -> torch.Tensor:

@@ -3,10 +3,11 @@
 It runs on every training step, not only on capture steps, and never makes the
 host wait for the device: each watched output and each parameter gradient
 contributes one sum (a sum is non-finite exactly when an element is, overflow
-aside). A step's sums are stacked into one row of a preallocated device buffer
-(one op per step); the rows are folded into the first bad step per slot, kept
-in a device tensor, every ``ROWS`` steps and whenever the host reads it (at
-capture steps and on flush).
+aside), or the sum of another when that one already tells
+(:mod:`nbviz.probes.finite`). A step's sums are stacked into one row of a
+preallocated device buffer (one op per step); the rows are folded into the
+first bad step per slot, kept in a device tensor, every ``ROWS`` steps and
+whenever the host reads it (at capture steps and on flush).
 """
 
 from __future__ import annotations
@@ -56,25 +57,18 @@ class Sentinel:
             return
         key = tuple(self._slots)
         self._values, self._slots = [], []
-        dtype = values[0].dtype
-        if (
-            key != self._key
-            or self._buf is None
-            or self._buf.dtype != dtype
-            or self._buf.device != values[0].device
-            or any(v.dtype != dtype for v in values)
-        ):
+        if key != self._key or self._buf is None or self._buf.device != values[0].device:
+            # a new layout: the buffer takes the widest dtype of its values; a wider
+            # value in a later row is rounded into it (a float64 too large for
+            # float32 turns Inf: overflow aside, as for the sums)
             self.fold()
+            dtype = torch.float32
+            for v in values:
+                dtype = torch.promote_types(dtype, v.dtype)
             if self._buf is None or len(key) != self._buf.shape[1] or self._buf.dtype != dtype:
-                self._buf = torch.empty(
-                    (ROWS, len(key)),
-                    dtype=torch.promote_types(dtype, torch.float32),
-                    device=values[0].device,
-                )
+                self._buf = torch.empty((ROWS, len(key)), dtype=dtype, device=values[0].device)
             self._key = key
-            torch.stack([v.to(self._buf.dtype) for v in values], out=self._buf[0])
-        else:
-            torch.stack(values, out=self._buf[len(self._rows)])
+        torch.stack(values, out=self._buf[len(self._rows)])
         self._rows.append(counter)
         if len(self._rows) == ROWS:
             self.fold()
