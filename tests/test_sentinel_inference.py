@@ -203,9 +203,15 @@ def test_relus_and_weight_gradients_take_the_check_that_already_tells(
     autocast, monkeypatch, tmp_path
 ):
     model = nn.Sequential(
-        nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 5)
+        nn.Linear(12, 16),
+        nn.ReLU(),
+        nn.MaxPool1d(2),
+        nn.Linear(8, 16),
+        nn.Tanh(),
+        nn.Linear(16, 5),
     )
     reads = _reads_per_step(model, 4, autocast, monkeypatch, tmp_path)
-    # three Linear outputs, then three bias gradients (or all six parameter
-    # gradients under autocast, where a weight gradient may overflow on its own)
+    # three Linear outputs (ReLU, pooling and tanh take the check before them), then
+    # three bias gradients (or all six parameter gradients under autocast, where a
+    # weight gradient may overflow on its own)
     assert reads == (3 + 6 if autocast else 3 + 3)

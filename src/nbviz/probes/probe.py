@@ -291,7 +291,12 @@ class Probe:
         self._handles.append(root.register_forward_pre_hook(self._on_root_pre))
         self._handles.append(root.register_forward_hook(self._on_root_post))
         for name, module in self.modules:
-            hook = partial(self._on_output, name, self._act_slots[name])
+            slot = self._act_slots[name]
+            kind = self._keeps_finite.get(slot)
+            if kind is None:
+                hook = partial(self._on_output, name, slot)
+            else:
+                hook = partial(self._on_kept_output, name, slot, kind)
             self._handles.append(module.register_forward_hook(hook))
         self._optimizer = optimizer
         if optimizer is not None:
@@ -450,7 +455,7 @@ class Probe:
             return
         capture = self._capture
         if capture is None or not self._watch_acts:
-            self._sentinel.add(slot, self._output_check(slot, args, output, live))
+            self._sentinel.add(slot, self._output_check(live))
             if capture is None:
                 return
         else:
@@ -465,26 +470,33 @@ class Probe:
         if self._watch_grads and live.requires_grad:
             live.register_hook(partial(self._on_output_grad, name))
 
-    def _output_check(self, slot: int, args: Any, output: Any, live: torch.Tensor) -> torch.Tensor:
-        """The sentinel's value for a module output: its sum, or its input's check.
-
-        The input's check stands when the module keeps finite values finite and its
-        input is the output checked last, not modified in place since (an in-place
-        module bumps the version once itself).
+    def _on_kept_output(
+        self, name: str, slot: int, kind: str, module: nn.Module, args: Any, output: Any
+    ) -> None:
+        """``_on_output`` of a module that keeps finite values finite (``kind``: see
+        :func:`nbviz.probes.finite.keeps_finite`): outside captures, when its input is
+        the output checked last, unchanged since (an in-place module bumps the version
+        once itself), its slot takes that check. Kept short: it runs between the
+        model's own ops on every step.
         """
-        kind = self._keeps_finite.get(slot)
         last = self._checked
-        if kind is not None and last is not None and args:
+        if last is not None and self._capture is None and self._active and args:
             x = args[0]
             if (
                 x is last[0]()
                 and x is not None
+                and type(output) is torch.Tensor
+                and name in self._shapes
                 and x._version == last[1] + (output is x)
-                and (kind == "any" or live.dtype in finite.WIDE)
+                and (kind == "any" or output.dtype in finite.WIDE)
             ):
-                value = last[2]
-                self._checked = (last[0], x._version, value)
-                return value
+                self._checked = (weakref.ref(output), output._version, last[2])
+                self._sentinel.add(slot, last[2])
+                return
+        self._on_output(name, slot, module, args, output)
+
+    def _output_check(self, live: torch.Tensor) -> torch.Tensor:
+        """The sentinel's value for a module output: its sum (noted as the last check)."""
         value = _checksum(live)
         self._checked = (weakref.ref(live), live._version, value)
         return value
@@ -542,7 +554,8 @@ class Probe:
                 self._sentinel.add(slot, parts[0].witness)
         elif grads:
             self._sentinel.add_many(slots, self._grad_checks([s - base for s in slots], grads))
-        self._sentinel.commit(self._counter)
+        # committed when the step ends (one row per step, whatever the backwards):
+        # nothing more to do inside the autograd engine, where every op costs more
         if self._capture is not None and self._watch_grads and self._dist is not None:
             # DDP averages the gradients in a callback queued during this backward,
             # so after this one: measure them once it has run. A backward under
