@@ -6,12 +6,18 @@ interleaved blocks; each block measures every configuration and its ratio to the
 uninstrumented baseline of the same block, and the table shows the median ratio.
 
     python benchmarks/probe_overhead.py [--blocks 12] [--steps 50] [--warmup 10] [--threads N]
+    python benchmarks/probe_overhead.py --paired 500   # nbviz only, step by step
 
 Each block starts every tool afresh and runs ``--warmup`` untimed steps first, so
 one-off work at a tool's first log (nbviz fixes histogram ranges at its first
 capture) is not counted as per-step overhead; with ``--steps`` a multiple of the
 default capture period (50), every timed window holds exactly one nbviz capture
 per period at the defaults.
+
+``--paired STEPS`` measures the nbviz configurations more precisely: each trains
+its own copy of the model and they take one step each in turn, so a change in
+the machine's speed (large on shared machines) hits all of them alike; the
+table shows the ratio of mean step times, captures included.
 
 TensorBoard and wandb columns appear when those packages are installed
 (``pip install -e '.[bench]'``, done by ``make bench``).
@@ -188,6 +194,42 @@ def measure(
     return result
 
 
+def measure_paired(name: str, configs: dict[str, Config], steps: int, warmup: int) -> dict:
+    """Mean step time / uninstrumented, one step of each configuration in turn.
+
+    Each configuration trains its own copy of the model (same initial weights), so
+    all of them are alive at once and the machine's drift is shared step by step:
+    far less noise than blocks, for tools that can run side by side (nbviz can).
+    """
+    make, batch = WORKLOADS[name]
+    x = torch.randn(batch, 1, 28, 28)
+    y = torch.randint(0, 10, (batch,))
+    totals = dict.fromkeys(configs, 0.0)
+    with tempfile.TemporaryDirectory() as d, contextlib.ExitStack() as stack:
+        loops = []
+        for key, config in configs.items():
+            torch.manual_seed(0)
+            model = make()
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            tmp = Path(d) / key.replace(" ", "_").replace("=", "")
+            tmp.mkdir()
+            loops.append((key, model, opt, stack.enter_context(config(model, tmp))))
+        for i in range(warmup + steps):
+            for key, model, opt, after in loops:
+                t0 = time.perf_counter()
+                opt.zero_grad()
+                loss = nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                after(i, loss)
+                if i >= warmup:
+                    totals[key] += time.perf_counter() - t0
+    base = totals["uninstrumented"]
+    result = {k: v / base for k, v in totals.items()}
+    result["_base_ms"] = base / steps * 1e3
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--blocks", type=int, default=12)
@@ -202,6 +244,14 @@ def main() -> None:
         "--threads", type=int, default=None, help="torch threads (default: torch's)"
     )
     parser.add_argument("--only-nbviz", action="store_true", help="skip TensorBoard and wandb")
+    parser.add_argument(
+        "--paired",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="instead of blocks: nbviz configurations only, one step of each in turn for "
+        "STEPS steps (a multiple of 50 holds whole capture periods); the mean ratio",
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -221,14 +271,25 @@ def main() -> None:
         )
     missing = [k for k, v in configs.items() if v is None]
     active = {k: v for k, v in configs.items() if v is not None}
-    results = {
-        name: measure(name, active, args.blocks, args.steps, args.warmup) for name in WORKLOADS
-    }
-    print(
-        f"\nstep time / uninstrumented (median of {args.blocks} interleaved blocks of "
-        f"{args.steps} steps after {args.warmup} warm-up steps; "
-        f"torch threads {torch.get_num_threads()})\n"
-    )
+    if args.paired:
+        active = {k: v for k, v in active.items() if k == "uninstrumented" or "nbviz" in k}
+        missing = []
+        results = {
+            name: measure_paired(name, active, args.paired, args.warmup) for name in WORKLOADS
+        }
+        how = (
+            f"mean over {args.paired} steps, one step of each configuration in turn, "
+            f"after {args.warmup} warm-up steps"
+        )
+    else:
+        results = {
+            name: measure(name, active, args.blocks, args.steps, args.warmup) for name in WORKLOADS
+        }
+        how = (
+            f"median of {args.blocks} interleaved blocks of {args.steps} steps "
+            f"after {args.warmup} warm-up steps"
+        )
+    print(f"\nstep time / uninstrumented ({how}; torch threads {torch.get_num_threads()})\n")
     print(f"| {'configuration':<36} | {'CNN':>7} | {'MLP':>7} |")
     print(f"|{'-' * 38}|{'-' * 9}|{'-' * 9}|")
     for key in active:
