@@ -215,3 +215,35 @@ def test_relus_and_weight_gradients_take_the_check_that_already_tells(
     # three bias gradients (or all six parameter gradients under autocast, where a
     # weight gradient may overflow on its own)
     assert reads == (3 + 6 if autocast else 3 + 3)
+
+
+def test_the_sentinel_keeps_each_slots_first_bad_step_whatever_the_layout_of_its_rows():
+    from nbviz.probes.sentinel import ROWS, Sentinel
+
+    nan, inf = float("nan"), float("inf")
+    sentinel = Sentinel(4, torch.device("cpu"))
+    steps = [
+        # (counter, {slot: value}); a step may check other slots than the last one
+        (1, {0: 1.0, 1: 2.0, 2: 3.0}),
+        (2, {0: 1.0, 1: inf, 2: 3.0}),
+        (3, {0: 1.0, 2: nan}),
+        (4, {3: -inf, 0: 1.0}),
+        (5, {0: nan, 1: nan, 2: nan, 3: nan}),
+    ]
+    for counter, values in steps:
+        for slot, value in values.items():
+            dtype = torch.float64 if slot == 3 else torch.float32
+            sentinel.add(slot, torch.tensor(value, dtype=dtype))
+        sentinel.commit(counter)
+    assert sentinel.first_bad.tolist() == [5, 2, 3, 4]
+
+    # rows of one layout, folded every ROWS steps and on reading: the first step stays
+    uniform = Sentinel(3, torch.device("cpu"))
+    for counter in range(1, 3 * ROWS + 2):
+        bad = counter in (ROWS + 3, 2 * ROWS + 5)
+        uniform.add_many([0, 2], [torch.tensor(0.0), torch.tensor(nan if bad else 1.0)])
+        uniform.commit(counter)
+        if counter == ROWS:
+            assert uniform.first_bad.tolist() == [-1, -1, -1]
+    assert uniform.first_bad.tolist() == [-1, -1, ROWS + 3]
+    assert not uniform._rows  # nothing kept once read

@@ -4,17 +4,17 @@ It runs on every training step, not only on capture steps, and never makes the
 host wait for the device: each watched output and each parameter gradient
 contributes one sum (a sum is non-finite exactly when an element is, overflow
 aside), or the sum of another when that one already tells
-(:mod:`nbviz.probes.finite`). A step's sums are stacked into one row of a
-preallocated device buffer (one op per step); the rows are folded into the
-first bad step per slot, kept in a device tensor, every ``ROWS`` steps and
-whenever the host reads it (at capture steps and on flush).
+(:mod:`nbviz.probes.finite`). A step's sums are only queued when the step ends
+(no op at all); every ``ROWS`` steps, and whenever the host reads it (at capture
+steps and on flush), the queued rows are stacked in one op and folded into the
+first bad step per slot, kept in a device tensor.
 """
 
 from __future__ import annotations
 
 import torch
 
-#: Steps buffered on the device before they are folded into ``first_bad``.
+#: Steps queued before they are folded into ``first_bad`` (in one stack).
 ROWS = 32
 
 _NEVER = torch.iinfo(torch.int64).max
@@ -30,14 +30,14 @@ class Sentinel:
         self._values: list[torch.Tensor] = []
         self._slots: list[int] = []
         self.reported: set[int] = set()
-        # rows of stacked values, all for the same sequence of slots (``_key``)
-        self._key: tuple[int, ...] | None = None
-        self._buf: torch.Tensor | None = None
-        self._rows: list[int] = []  # the step counter of each buffered row
+        # committed steps not yet folded: (counter, slots, values)
+        self._rows: list[tuple[int, list[int], list[torch.Tensor]]] = []
+        self._layout: list[int] = []  # the slots of the cached index
+        self._index = torch.zeros(0, dtype=torch.int64, device=device)
 
     @property
     def first_bad(self) -> torch.Tensor:
-        """Per slot, the first bad step counter, or -1 (folds what is buffered)."""
+        """Per slot, the first bad step counter, or -1 (folds what is queued)."""
         self.fold()
         return self._first_bad
 
@@ -51,41 +51,44 @@ class Sentinel:
         self._slots.extend(slots)
 
     def commit(self, counter: int) -> None:
-        """Store the queued values as the row of step counter ``counter`` (no host sync)."""
-        values = self._values
-        if not values:
+        """Close the row of step counter ``counter`` (no op on the device, no host sync)."""
+        if not self._values:
             return
-        key = tuple(self._slots)
+        self._rows.append((counter, self._slots, self._values))
         self._values, self._slots = [], []
-        if key != self._key or self._buf is None or self._buf.device != values[0].device:
-            # a new layout: the buffer takes the widest dtype of its values; a wider
-            # value in a later row is rounded into it (a float64 too large for
-            # float32 turns Inf: overflow aside, as for the sums)
-            self.fold()
-            dtype = torch.float32
-            for v in values:
-                dtype = torch.promote_types(dtype, v.dtype)
-            if self._buf is None or len(key) != self._buf.shape[1] or self._buf.dtype != dtype:
-                self._buf = torch.empty((ROWS, len(key)), dtype=dtype, device=values[0].device)
-            self._key = key
-        torch.stack(values, out=self._buf[len(self._rows)])
-        self._rows.append(counter)
-        if len(self._rows) == ROWS:
+        if len(self._rows) >= ROWS:
             self.fold()
 
     def fold(self) -> None:
-        """Fold the buffered rows into ``first_bad`` (a handful of device ops)."""
-        if not self._rows:
+        """Fold the committed rows into ``first_bad`` (a handful of device ops)."""
+        rows, self._rows = self._rows, []
+        if not rows:
             return
-        assert self._buf is not None and self._key is not None
-        rows = self._buf[: len(self._rows)]
         device = self._first_bad.device
-        counters = torch.tensor(self._rows, dtype=torch.int64, device=rows.device)
-        never = torch.full((), _NEVER, dtype=torch.int64, device=rows.device)
-        first = torch.where(torch.isfinite(rows), never, counters[:, None]).amin(dim=0)
-        index = torch.tensor(self._key, dtype=torch.int64, device=device)
+        values = [v for _, _, vs in rows for v in vs]
+        # one flat vector (stack promotes to the widest dtype: a float64 too large
+        # for float32 stays what it is)
+        try:
+            flat = torch.stack(values).to(device)
+        except RuntimeError:  # a model spread over several devices
+            flat = torch.stack([v.to(device) for v in values])
+        layout = rows[0][1]
+        if all(slots == layout for _, slots, _ in rows):
+            # the common case, every step checked the same slots: one row per step
+            if layout != self._layout:
+                self._layout = layout
+                self._index = torch.tensor(layout, dtype=torch.int64, device=device)
+            index = self._index
+            counters = torch.tensor([c for c, _, _ in rows], dtype=torch.int64, device=device)
+            bad = torch.where(torch.isfinite(flat.view(len(rows), -1)), _NEVER, counters[:, None])
+            bad = bad.amin(dim=0)
+        else:
+            index = torch.tensor([s for _, slots, _ in rows for s in slots], device=device)
+            counters = torch.tensor(
+                [c for c, slots, _ in rows for _ in slots], dtype=torch.int64, device=device
+            )
+            bad = torch.where(torch.isfinite(flat), _NEVER, counters)
         per_slot = torch.full((self.n_slots,), _NEVER, dtype=torch.int64, device=device)
-        per_slot.scatter_reduce_(0, index, first.to(device), "amin")
+        per_slot.scatter_reduce_(0, index, bad, "amin")
         fresh = (self._first_bad < 0) & (per_slot != _NEVER)
         self._first_bad = torch.where(fresh, per_slot, self._first_bad)
-        self._rows.clear()
