@@ -249,9 +249,21 @@ class Probe:
             for n, m in self.modules
             if (kind := finite.keeps_finite(m)) is not None
         }
-        self._grad_via = finite.weight_from_bias(model, self.params)
+        # per parameter: its sentinel slot, and its layer's bias (slot, parameter)
+        # where the bias gradient tells whether the weight gradient is finite
+        via = finite.weight_from_bias(model, self.params)
+        self._grad_plan = [
+            (
+                n_mod + j,
+                p,
+                None if j not in via else n_mod + via[j],
+                None if j not in via else self.params[via[j]][1],
+            )
+            for j, (_, p) in enumerate(self.params)
+        ]
         self._checked: tuple[Any, int, torch.Tensor] | None = None  # the last output checked
         self._autocast = False  # some forward of this step ran under autocast
+        self._autocast_on = _autocast_query(self.device.type)
         self._hist: dict[tuple[str, str], st.HistState] = {}
         self._scratch = st.Scratch() if self.device.type == "cpu" else None
         self._bin_cache = st.BinCache()
@@ -283,6 +295,7 @@ class Probe:
         self._capture_hist = False
         self._pgrad_parts: dict[int, tuple] = {}  # parameter index -> measured gradient
         self._callback_pending = False
+        self._queue_callback = self._queue_backward_callback  # bound once: a hook per step
         self._summary_written = False
         self.steps_seen = 0
         self.captures = 0
@@ -376,21 +389,23 @@ class Probe:
     def _on_optimizer_step(self, *_: Any) -> None:
         self._optimizer_stepped = True
 
-    def _is_training_forward(self, root: nn.Module) -> bool:
-        return torch.is_grad_enabled() and root.training and not torch.is_inference_mode_enabled()
-
     def _on_root_pre(self, root: nn.Module, args: Any) -> None:
-        if not self._is_training_forward(root):
+        # the hooks below run on every step, between the model's own ops: kept short
+        if not (
+            torch.is_grad_enabled() and root.training and not torch.is_inference_mode_enabled()
+        ):
             self._active = False
             return
-        boundary = self._optimizer_stepped if self._optimizer is not None else self._backward_done
-        if self._open and boundary:
+        if self._open and (
+            self._optimizer_stepped if self._optimizer is not None else self._backward_done
+        ):
             self._finish_step()
         if not self._open:
             self._start_step()
         self._active = True
         self._checked = None
-        self._autocast = self._autocast or _autocast_enabled(self.device.type)
+        if not self._autocast:
+            self._autocast = self._autocast_on()
 
     def _on_root_post(self, root: nn.Module, args: Any, output: Any) -> None:
         if not self._active:
@@ -398,16 +413,16 @@ class Probe:
         self._active = False
         self._checked = None
         if not self._callback_pending:
-            _, tensor = find_tensor(output)
+            tensor = output if type(output) is torch.Tensor else find_tensor(output)[1]
             if tensor is not None and tensor.requires_grad:
-                tensor.register_hook(self._queue_backward_callback)
+                tensor.register_hook(self._queue_callback)
                 self._callback_pending = True
                 if self._dist is not None:
                     # DDP decides at the forward whether this backward averages gradients
                     self._sync_backward = bool(getattr(root, "require_backward_grad_sync", True))
 
     def _queue_backward_callback(self, grad: torch.Tensor) -> None:
-        torch.autograd.Variable._execution_engine.queue_callback(self._after_backward)
+        _queue_engine_callback(self._after_backward)
 
     def _start_step(self) -> None:
         self._open = True
@@ -455,7 +470,10 @@ class Probe:
             return
         capture = self._capture
         if capture is None or not self._watch_acts:
-            self._sentinel.add(slot, self._output_check(live))
+            # the sentinel's value, noted as the last check (see _on_kept_output)
+            value = _checksum(live)
+            self._checked = (weakref.ref(live), live._version, value)
+            self._sentinel.add(slot, value)
             if capture is None:
                 return
         else:
@@ -495,12 +513,6 @@ class Probe:
                 return
         self._on_output(name, slot, module, args, output)
 
-    def _output_check(self, live: torch.Tensor) -> torch.Tensor:
-        """The sentinel's value for a module output: its sum (noted as the last check)."""
-        value = _checksum(live)
-        self._checked = (weakref.ref(live), live._version, value)
-        return value
-
     def _first_output(self, name: str, module: nn.Module, output: Any) -> torch.Tensor | None:
         """The tensor to watch in ``output``; on a module's first call, notes about it."""
         path, x = find_tensor(output)
@@ -534,63 +546,63 @@ class Probe:
         if self.closed:
             return
         self._backward_done = True
-        slots, grads = [], []
-        base = len(self.modules)
-        for j, (_, p) in enumerate(self.params):
-            if p.grad is not None:
-                slots.append(base + j)
-                grads.append(p.grad.detach())
-        measured = self._capture is not None and self._watch_grads and self._dist is None
-        if grads and measured:
-            assert self._capture is not None
-            for slot, g in zip(slots, grads, strict=True):
-                name = self.params[slot - base][0]
+        capture = self._capture
+        if capture is None or not self._watch_grads:
+            self._check_grads()
+        elif self._dist is None:
+            base = len(self.modules)
+            for j, (name, p) in enumerate(self.params):
+                g = p.grad
+                if g is None:
+                    continue
                 # .grad accumulates: the last backward of the step has the step's total.
                 # Measured now: zero_grad(set_to_none=False) or clipping may change it later
-                parts = self._capture.measure_clean(
-                    (name, "gradient"), g, None, self._hist_for(name, "gradient")
+                parts = capture.measure_clean(
+                    (name, "gradient"), g.detach(), None, self._hist_for(name, "gradient")
                 )
-                self._pgrad_parts[slot - base] = parts
-                self._sentinel.add(slot, parts[0].witness)
-        elif grads:
-            self._sentinel.add_many(slots, self._grad_checks([s - base for s in slots], grads))
-        # committed when the step ends (one row per step, whatever the backwards):
-        # nothing more to do inside the autograd engine, where every op costs more
-        if self._capture is not None and self._watch_grads and self._dist is not None:
+                self._pgrad_parts[j] = parts
+                self._sentinel.add(base + j, parts[0].witness)
+        else:
+            self._check_grads()
             # DDP averages the gradients in a callback queued during this backward,
             # so after this one: measure them once it has run. A backward under
             # no_sync() leaves a partial, local sum: the last one has the step's total
             if self._sync_backward:
-                queue = torch.autograd.Variable._execution_engine.queue_callback
-                queue(self._measure_synced)
+                _queue_engine_callback(self._measure_synced)
+        # committed when the step ends (one row per step, whatever the backwards):
+        # nothing more to do inside the autograd engine, where every op costs more
 
-    def _grad_checks(self, index: list[int], grads: list[torch.Tensor]) -> list[torch.Tensor]:
-        """The sentinel's values for parameter gradients: one sum each (half the cost
-        of a batched norm on CPU), or for a layer's weight its bias's sum (see
+    def _check_grads(self) -> None:
+        """The sentinel's values for the parameter gradients: one sum each (half the
+        cost of a batched norm on CPU), or for a layer's weight its bias's sum (see
         :mod:`nbviz.probes.finite`; not when a hook of the user's may change one of them).
         """
-        via = {} if self._autocast else self._grad_via
-        params = self.params
         sums: dict[int, torch.Tensor] = {}
-        values = []
-        for j, g in zip(index, grads, strict=True):
-            k = via.get(j)
-            if k is not None and g.dtype in finite.WIDE:
-                weight, bias = params[j][1], params[k][1]
+        add = self._sentinel.add
+        autocast = self._autocast
+        for slot, p, bias_slot, bias in self._grad_plan:
+            g = p.grad
+            if g is None:
+                continue
+            if bias_slot is not None and not autocast:
                 b = bias.grad
                 if (
                     b is not None
-                    and bias.requires_grad
+                    and g.dtype in finite.WIDE
                     and b.dtype in finite.WIDE
-                    and not finite.has_grad_hooks(weight)
+                    and bias.requires_grad
+                    and not finite.has_grad_hooks(p)
                     and not finite.has_grad_hooks(bias)
                 ):
-                    j, g = k, b
-            value = sums.get(j)
+                    slot_of_value, g = bias_slot, b
+                else:
+                    slot_of_value = slot
+            else:
+                slot_of_value = slot
+            value = sums.get(slot_of_value)
             if value is None:
-                value = sums[j] = _checksum(g)
-            values.append(value)
-        return values
+                value = sums[slot_of_value] = _checksum(g)
+            add(slot, value)
 
     def _measure_synced(self) -> None:
         """Several ranks: the parameter gradients of the step, once DDP has averaged them."""
@@ -912,15 +924,37 @@ def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _autocast_enabled(device_type: str) -> bool:
+def _autocast_query(device_type: str) -> Callable[[], bool]:
+    """A call telling whether autocast is on for ``device_type`` (never, for a device
+    type autocast does not know)."""
     try:
-        return torch.is_autocast_enabled(device_type)
-    except (TypeError, RuntimeError):  # a device type autocast does not know
-        return False
+        torch.is_autocast_enabled(device_type)
+    except (TypeError, RuntimeError):
+        return lambda: False
+    return partial(torch.is_autocast_enabled, device_type)
+
+
+#: Runs a callable once the backward pass in progress has finished.
+_queue_engine_callback = torch.autograd.Variable._execution_engine.queue_callback
+
+
+_HALF = (torch.float16, torch.bfloat16)
+#: Sets grad mode without the context manager's objects (what ``torch.no_grad`` calls).
+_set_grad_enabled = torch._C._set_grad_enabled
 
 
 def _checksum(x: torch.Tensor) -> torch.Tensor:
-    """One reduction that is non-finite exactly when an element is (overflow aside)."""
-    if x.dtype in (torch.float16, torch.bfloat16):
-        return x.detach().sum(dtype=torch.float32)
-    return x.detach().sum()
+    """One reduction that is non-finite exactly when an element is (overflow aside).
+
+    Runs on every step inside hooks: a tensor that takes part in autograd is summed
+    with grad mode off for the op (no graph recorded, nothing kept alive) rather
+    than through ``detach()``, an op of its own that costs as much as the sum on
+    tensors of this size.
+    """
+    if x.requires_grad and torch.is_grad_enabled():
+        _set_grad_enabled(False)
+        try:
+            return x.sum(dtype=torch.float32) if x.dtype in _HALF else x.sum()
+        finally:
+            _set_grad_enabled(True)
+    return x.sum(dtype=torch.float32) if x.dtype in _HALF else x.sum()
