@@ -33,6 +33,11 @@ def to_numpy(value: Any, what: str) -> np.ndarray:
 
 def scalar_value(name: str, value: Any) -> float:
     """A float from a Python/numpy number or a 0-d tensor; NaN and inf are kept."""
+    kind = type(value)
+    if kind is float or kind is int:
+        return float(value)
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item") and kind is not np.bool_:
+        return float(value.item())  # a 0-d tensor or array, a numpy number
     if isinstance(value, bool | np.bool_):
         return float(value)
     if isinstance(value, numbers.Real):

@@ -226,26 +226,33 @@ class Run(RunView):
         ``overwrite=True``. Call it once the step's ``optimizer.step()`` is done: it
         also names the step that the probes just recorded.
         """
-        step = rec.check_step(step, "log")
-        items = dict(values or {})
-        items.update(scalars)
+        # called on every training step: the common case (an int step, keyword
+        # scalars) takes the shortest path
+        if type(step) is not int or step < 0:
+            step = rec.check_step(step, "log")
+        if values is None:
+            items = scalars
+        else:
+            items = dict(values)
+            items.update(scalars)
         if not items:
             raise ValueError("log: no values given; use run.log(step, name=value, ...)")
         now = time.time()
+        last_step = self._last_step
         rows = []
         for key, value in items.items():
-            if not isinstance(key, str) or not key:
+            if type(key) is not str or not key:
                 raise TypeError(f"log: scalar names must be non-empty strings, got {key!r}")
-            v = rec.scalar_value(key, value)
-            last = self._last_step.get(key)
+            last = last_step.get(key)
             if last is not None and step <= last and not overwrite:
                 raise ValueError(
                     f"log: {key!r} was already logged at step {last}; step {step} does not come "
                     "after it (pass overwrite=True to replace recorded values)"
                 )
-            rows.append((key, step, v, now))
+            rows.append((key, step, rec.scalar_value(key, value), now))
         for key, *_ in rows:
-            self._last_step[key] = max(step, self._last_step.get(key, step))
+            last = last_step.get(key)
+            last_step[key] = step if last is None or step > last else last
         self._writer.insert("scalars", rows)
         for probe in self._probes:
             probe._on_log(step)

@@ -371,22 +371,24 @@ class Writer:
         Returns at once unless the queue is full, in which case it waits for
         the writer thread to catch up.
         """
-        self._check_open("insert")
+        # called on every training step (run.log): kept short
         columns = TABLES.get(table)
         if columns is None:
             raise ValueError(
                 f"Writer.insert: unknown table {table!r}; known tables: {', '.join(TABLES)}"
             )
-        rows = list(rows)
+        if type(rows) is not list:
+            rows = list(rows)
         if not rows:
+            self._check_open("insert")
             return
         width = len(columns)
-        if any(len(r) != width for r in rows):
-            i, bad = next((i, r) for i, r in enumerate(rows) if len(r) != width)
-            raise ValueError(
-                f"Writer.insert: row {i} for {table!r} has {len(bad)} values but the "
-                f"table has {width} columns ({', '.join(columns)})"
-            )
+        for i, row in enumerate(rows):
+            if len(row) != width:
+                raise ValueError(
+                    f"Writer.insert: row {i} for {table!r} has {len(row)} values but the "
+                    f"table has {width} columns ({', '.join(columns)})"
+                )
         nbytes = _ROW_OVERHEAD * len(rows)
         if table in _BULKY:
             nbytes += sum(len(v) for r in rows for v in r if isinstance(v, _SIZED))
@@ -398,11 +400,12 @@ class Writer:
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> None:
         """Queue one SQL statement (rare writes such as a DELETE), run in order with inserts."""
-        self._check_open("execute")
         self._enqueue("sql", sql, params, 1, _ROW_OVERHEAD + len(sql))
 
     def _enqueue(self, op: str, table: str, rows: Any, nrows: int, nbytes: int) -> None:
         state = self._state
+        if state.error is not None or state.fatal is not None or state.closing:
+            self._check_open("insert" if op == "insert" else "execute")
         with state.cond:
             while (
                 state.pending_rows > 0
