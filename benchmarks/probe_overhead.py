@@ -1,26 +1,30 @@
 """Probe overhead: training-step time with instrumentation / without, side by side.
 
 Workloads (synthetic data, SGD, CPU): an MNIST-style CNN (2 conv + 2 fc, 1x28x28,
-batch 64) and an MLP 784-512-512-512-10 (batch 256). Configurations are run in
-interleaved blocks; each block measures every configuration and its ratio to the
-uninstrumented baseline of the same block, and the table shows the median ratio.
+batch 64) and an MLP 784-512-512-512-10 (batch 256).
 
-    python benchmarks/probe_overhead.py [--blocks 12] [--steps 50] [--warmup 10] [--threads N]
-    python benchmarks/probe_overhead.py --paired 500   # nbviz only, step by step
+    python benchmarks/probe_overhead.py [--blocks 12] [--steps 50] [--warmup 60] [--threads N]
+    python benchmarks/probe_overhead.py --paired 1000   # one step of each in turn
 
-Each block starts every tool afresh and runs ``--warmup`` untimed steps first, so
-one-off work at a tool's first log (nbviz fixes histogram ranges at its first
-capture) is not counted as per-step overhead; with ``--steps`` a multiple of the
-default capture period (50), every timed window holds exactly one nbviz capture
-per period at the defaults.
+Every configuration trains its own copy of the model (same initial weights) and
+is set up once, before anything is timed; each then runs ``--warmup`` untimed
+steps, so one-off work at a tool's start (nbviz fixes histogram ranges at its
+first capture, wandb starts its service) is not counted as per-step overhead.
+Then come interleaved blocks: in each block every configuration runs ``--steps``
+steps in turn (the order rotates from block to block), and the table shows the
+median over blocks of each configuration's block time / the uninstrumented
+block time. With ``--steps`` a multiple of the default capture period (50),
+every timed block holds exactly one nbviz capture at the defaults.
 
-``--paired STEPS`` measures the nbviz configurations more precisely: each trains
-its own copy of the model and they take one step each in turn, so a change in
-the machine's speed (large on shared machines) hits all of them alike; the
-table shows the ratio of mean step times, captures included.
+``--paired STEPS`` interleaves single steps instead (one step of each
+configuration in turn), so a change in the machine's speed (large on shared
+machines) hits all of them alike; the table shows the ratio of total times.
 
-TensorBoard and wandb columns appear when those packages are installed
-(``pip install -e '.[bench]'``, done by ``make bench``).
+All configurations log the loss each step (the baseline does not: it is the
+training step alone). TensorBoard and wandb columns appear when those packages
+are installed (``pip install -e '.[bench]'``, done by ``make bench``); wandb
+allows one run per process, so both wandb configurations watch their model in
+one offline run.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -124,7 +129,43 @@ def tensorboard_config(every: int) -> Config | None:
     return make
 
 
-def wandb_config(log_freq: int) -> Config | None:
+class SharedWandbRun:
+    """One offline wandb run for every wandb configuration of a workload.
+
+    wandb.watch logs through the process's one active run, so configurations
+    that are alive at the same time share it, each watching its own model. The
+    run's step grows with every log, whichever configuration logs (wandb drops
+    a step that does not come after the last one).
+    """
+
+    def __init__(self) -> None:
+        self.run: Any = None
+        self.users = 0
+        self.step = 0
+
+    def log(self, values: dict[str, float]) -> None:
+        self.run.log(values, step=self.step)
+        self.step += 1
+
+    @contextlib.contextmanager
+    def use(self, tmp: Path) -> Iterator[Any]:
+        import wandb
+
+        if self.run is None:
+            os.environ["WANDB_MODE"] = "offline"
+            os.environ["WANDB_SILENT"] = "true"
+            self.run = wandb.init(project="nbviz-bench", dir=str(tmp), reinit="finish_previous")
+        self.users += 1
+        try:
+            yield self.run
+        finally:
+            self.users -= 1
+            if self.users == 0:
+                self.run.finish()
+                self.run = None
+
+
+def wandb_config(log_freq: int, shared: SharedWandbRun) -> Config | None:
     try:
         import wandb
     except ImportError:
@@ -132,101 +173,73 @@ def wandb_config(log_freq: int) -> Config | None:
 
     @contextlib.contextmanager
     def make(model: nn.Module, tmp: Path) -> Iterator[Callable]:
-        os.environ["WANDB_MODE"] = "offline"
-        os.environ["WANDB_SILENT"] = "true"
-        run = wandb.init(project="nbviz-bench", dir=str(tmp), reinit="finish_previous")
-        wandb.watch(model, log="all", log_freq=log_freq)
-        try:
-            yield lambda step, loss: wandb.log({"train_loss": loss.item()}, step=step)
-        finally:
-            wandb.unwatch(model)
-            run.finish()
+        with shared.use(tmp):
+            wandb.watch(model, log="all", log_freq=log_freq)
+            key = f"train_loss_{log_freq}"
+            try:
+                yield lambda step, loss: shared.log({key: loss.item()})
+            finally:
+                wandb.unwatch(model)
 
     return make
 
 
-def time_block(
-    model, opt, x, y, config: Config, steps: int, warmup: int, start: int, tmp: Path
-) -> float:
-    """Seconds per step for ``steps`` steps (after ``warmup`` untimed steps) under ``config``."""
-    with config(model, tmp) as after:
-        step = start
-        for i in range(warmup + steps):
-            if i == warmup:
-                t0 = time.perf_counter()
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            after(step, loss)
-            step += 1
-        return (time.perf_counter() - t0) / steps
+def train_step(model: nn.Module, opt: torch.optim.Optimizer, x, y) -> torch.Tensor:
+    """One plain training step; returns the loss."""
+    opt.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
 
 
 def measure(
     name: str, configs: dict[str, Config], blocks: int, steps: int, warmup: int
 ) -> dict[str, float]:
-    make, batch = WORKLOADS[name]
-    torch.manual_seed(0)
-    model = make()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(batch, 1, 28, 28)
-    y = torch.randint(0, 10, (batch,))
-    ratios: dict[str, list[float]] = {k: [] for k in configs}
-    base_times = []
-    with tempfile.TemporaryDirectory() as d:
-        step = 0
-        for b in range(blocks):
-            times = {}
-            # rotate the order so no configuration always runs first or last
-            order = list(configs)
-            order = order[b % len(order) :] + order[: b % len(order)]
-            for key in order:
-                tmp = Path(d) / f"{key}-{b}".replace(" ", "_").replace("=", "")
-                tmp.mkdir()
-                times[key] = time_block(model, opt, x, y, configs[key], steps, warmup, step, tmp)
-                step += warmup + steps
-            base_times.append(times["uninstrumented"])
-            for key in configs:
-                ratios[key].append(times[key] / times["uninstrumented"])
-    result = {k: statistics.median(v) for k, v in ratios.items()}
-    result["_base_ms"] = statistics.median(base_times) * 1e3
-    return result
+    """Per configuration, its time / the uninstrumented time (see the module docstring).
 
-
-def measure_paired(name: str, configs: dict[str, Config], steps: int, warmup: int) -> dict:
-    """Mean step time / uninstrumented, one step of each configuration in turn.
-
-    Each configuration trains its own copy of the model (same initial weights), so
-    all of them are alive at once and the machine's drift is shared step by step:
-    far less noise than blocks, for tools that can run side by side (nbviz can).
+    ``steps`` > 1: the median of per-block ratios; ``steps`` == 1 (paired): the
+    ratio of total times.
     """
     make, batch = WORKLOADS[name]
     x = torch.randn(batch, 1, 28, 28)
     y = torch.randint(0, 10, (batch,))
-    totals = dict.fromkeys(configs, 0.0)
+    times: dict[str, list[float]] = {k: [] for k in configs}
     with tempfile.TemporaryDirectory() as d, contextlib.ExitStack() as stack:
         loops = []
         for key, config in configs.items():
             torch.manual_seed(0)
             model = make()
             opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-            tmp = Path(d) / key.replace(" ", "_").replace("=", "")
+            tmp = Path(d) / key.replace(" ", "_").replace("=", "").replace(",", "")
             tmp.mkdir()
             loops.append((key, model, opt, stack.enter_context(config(model, tmp))))
-        for i in range(warmup + steps):
-            for key, model, opt, after in loops:
+        # every configuration counts the same consecutive steps, aligned to the
+        # block length after the warm-up so that blocks hold whole capture periods
+        step = 0
+        for _ in range(warmup):
+            for _key, model, opt, after in loops:
+                after(step, train_step(model, opt, x, y))
+            step += 1
+        step += -step % steps
+        for b in range(blocks):
+            # rotate the order so no configuration always runs first or last
+            order = loops[b % len(loops) :] + loops[: b % len(loops)]
+            for key, model, opt, after in order:
                 t0 = time.perf_counter()
-                opt.zero_grad()
-                loss = nn.functional.cross_entropy(model(x), y)
-                loss.backward()
-                opt.step()
-                after(i, loss)
-                if i >= warmup:
-                    totals[key] += time.perf_counter() - t0
-    base = totals["uninstrumented"]
-    result = {k: v / base for k, v in totals.items()}
-    result["_base_ms"] = base / steps * 1e3
+                for i in range(steps):
+                    after(step + i, train_step(model, opt, x, y))
+                times[key].append(time.perf_counter() - t0)
+            step += steps
+    base = times["uninstrumented"]
+    if steps == 1:
+        result = {k: sum(v) / sum(base) for k, v in times.items()}
+    else:
+        result = {
+            k: statistics.median(t / b for t, b in zip(v, base, strict=True))
+            for k, v in times.items()
+        }
+    result["_base_ms"] = statistics.median(base) / steps * 1e3
     return result
 
 
@@ -237,8 +250,9 @@ def main() -> None:
     parser.add_argument(
         "--warmup",
         type=int,
-        default=10,
-        help="untimed steps per block before timing (covers each tool's first, one-off log)",
+        default=60,
+        help="untimed steps of each configuration before timing (covers each tool's "
+        "one-off start: at least one nbviz capture)",
     )
     parser.add_argument(
         "--threads", type=int, default=None, help="torch threads (default: torch's)"
@@ -249,12 +263,13 @@ def main() -> None:
         type=int,
         default=0,
         metavar="STEPS",
-        help="instead of blocks: nbviz configurations only, one step of each in turn for "
-        "STEPS steps (a multiple of 50 holds whole capture periods); the mean ratio",
+        help="instead of blocks: one step of each configuration in turn for STEPS steps "
+        "(a multiple of 50 holds whole capture periods); the ratio of total times",
     )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    shared_wandb = SharedWandbRun()
     configs: dict[str, Config | None] = {
         "uninstrumented": baseline,
         "nbviz defaults": nbviz_config(),
@@ -265,31 +280,23 @@ def main() -> None:
             {
                 "TensorBoard histograms every step": tensorboard_config(1),
                 "TensorBoard histograms every 10": tensorboard_config(10),
-                "wandb.watch log=all, log_freq=1": wandb_config(1),
-                "wandb.watch log=all, log_freq=10": wandb_config(10),
+                "wandb.watch log=all, log_freq=1": wandb_config(1, shared_wandb),
+                "wandb.watch log=all, log_freq=10": wandb_config(10, shared_wandb),
             }
         )
     missing = [k for k, v in configs.items() if v is None]
     active = {k: v for k, v in configs.items() if v is not None}
     if args.paired:
-        active = {k: v for k, v in active.items() if k == "uninstrumented" or "nbviz" in k}
-        missing = []
-        results = {
-            name: measure_paired(name, active, args.paired, args.warmup) for name in WORKLOADS
-        }
-        how = (
-            f"mean over {args.paired} steps, one step of each configuration in turn, "
-            f"after {args.warmup} warm-up steps"
-        )
+        blocks, steps = args.paired, 1
+        how = f"{args.paired} steps, one step of each configuration in turn; ratio of totals"
     else:
-        results = {
-            name: measure(name, active, args.blocks, args.steps, args.warmup) for name in WORKLOADS
-        }
-        how = (
-            f"median of {args.blocks} interleaved blocks of {args.steps} steps "
-            f"after {args.warmup} warm-up steps"
-        )
-    print(f"\nstep time / uninstrumented ({how}; torch threads {torch.get_num_threads()})\n")
+        blocks, steps = args.blocks, args.steps
+        how = f"median of {args.blocks} interleaved blocks of {args.steps} steps"
+    results = {name: measure(name, active, blocks, steps, args.warmup) for name in WORKLOADS}
+    print(
+        f"\nstep time / uninstrumented ({how}; after {args.warmup} warm-up steps of each; "
+        f"torch threads {torch.get_num_threads()})\n"
+    )
     print(f"| {'configuration':<36} | {'CNN':>7} | {'MLP':>7} |")
     print(f"|{'-' * 38}|{'-' * 9}|{'-' * 9}|")
     for key in active:
