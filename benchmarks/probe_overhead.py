@@ -3,7 +3,7 @@
 Workloads (synthetic data, SGD, CPU): an MNIST-style CNN (2 conv + 2 fc, 1x28x28,
 batch 64) and an MLP 784-512-512-512-10 (batch 256).
 
-    python benchmarks/probe_overhead.py [--blocks 12] [--steps 50] [--warmup 60] [--threads N]
+    python benchmarks/probe_overhead.py [--blocks 12] [--seconds 60] [--steps 50] [--warmup 60]
     python benchmarks/probe_overhead.py --paired 1000   # one step of each in turn
 
 Every configuration trains its own copy of the model (same initial weights) and
@@ -13,12 +13,24 @@ first capture, wandb starts its service) is not counted as per-step overhead.
 Then come interleaved blocks: in each block every configuration runs ``--steps``
 steps in turn (the order rotates from block to block), and the table shows the
 median over blocks of each configuration's block time / the uninstrumented
-block time. With ``--steps`` a multiple of the default capture period (50),
-every timed block holds exactly one nbviz capture at the defaults.
+block time. There are at least ``--blocks`` blocks, more while the group has
+run for less than ``--seconds``, so that quick configurations (the MLP's) get as
+many seconds of measurement as slow ones and their median is as steady. With
+``--steps`` a multiple of the default capture period (50), every timed block
+holds exactly one nbviz capture at the defaults.
+
+Each tool is measured in its own group (nbviz, TensorBoard, wandb), each group
+with its own uninstrumented copy interleaved with it. Tools work in the
+background too (TensorBoard's writer thread, wandb's service process); on a
+small machine that work lands in whichever block runs next, so a tool sharing
+blocks with another would be charged for the other's background work. Within a
+group it lands in the group's uninstrumented blocks as well, which if anything
+lowers that tool's ratio.
 
 ``--paired STEPS`` interleaves single steps instead (one step of each
-configuration in turn), so a change in the machine's speed (large on shared
-machines) hits all of them alike; the table shows the ratio of total times.
+configuration of a group in turn), so a change in the machine's speed (large on
+shared machines) hits all of them alike; the table shows the ratio of total
+times.
 
 All configurations log the loss each step (the baseline does not: it is the
 training step alone). TensorBoard and wandb columns appear when those packages
@@ -78,6 +90,7 @@ def reference_mlp() -> nn.Module:
 
 
 WORKLOADS = {"CNN": (reference_cnn, 64), "MLP": (reference_mlp, 256)}
+MAX_BLOCKS = 400
 
 # A configuration: a context manager factory given (model, tmpdir) that yields a
 # per-step callback ``after(step, loss)`` run after optimizer.step().
@@ -194,12 +207,18 @@ def train_step(model: nn.Module, opt: torch.optim.Optimizer, x, y) -> torch.Tens
 
 
 def measure(
-    name: str, configs: dict[str, Config], blocks: int, steps: int, warmup: int
+    name: str,
+    configs: dict[str, Config],
+    blocks: int,
+    steps: int,
+    warmup: int,
+    seconds: float = 0.0,
 ) -> dict[str, float]:
     """Per configuration, its time / the uninstrumented time (see the module docstring).
 
-    ``steps`` > 1: the median of per-block ratios; ``steps`` == 1 (paired): the
-    ratio of total times.
+    ``steps`` > 1: the median of per-block ratios over at least ``blocks`` blocks,
+    more until ``seconds`` have passed; ``steps`` == 1 (paired): the ratio of total
+    times over ``blocks`` steps.
     """
     make, batch = WORKLOADS[name]
     x = torch.randn(batch, 1, 28, 28)
@@ -222,7 +241,9 @@ def measure(
                 after(step, train_step(model, opt, x, y))
             step += 1
         step += -step % steps
-        for b in range(blocks):
+        start = time.perf_counter()
+        b = 0
+        while b < blocks or (time.perf_counter() - start < seconds and b < MAX_BLOCKS):
             # rotate the order so no configuration always runs first or last
             order = loops[b % len(loops) :] + loops[: b % len(loops)]
             for key, model, opt, after in order:
@@ -231,6 +252,7 @@ def measure(
                     after(step + i, train_step(model, opt, x, y))
                 times[key].append(time.perf_counter() - t0)
             step += steps
+            b += 1
     base = times["uninstrumented"]
     if steps == 1:
         result = {k: sum(v) / sum(base) for k, v in times.items()}
@@ -240,12 +262,19 @@ def measure(
             for k, v in times.items()
         }
     result["_base_ms"] = statistics.median(base) / steps * 1e3
+    result["_blocks"] = len(base)
     return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--blocks", type=int, default=12)
+    parser.add_argument("--blocks", type=int, default=12, help="blocks at least")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=60.0,
+        help="more blocks while a group (per workload) has run for less than this",
+    )
     parser.add_argument("--steps", type=int, default=50, help="steps per block and config")
     parser.add_argument(
         "--warmup",
@@ -270,42 +299,67 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     shared_wandb = SharedWandbRun()
-    configs: dict[str, Config | None] = {
-        "uninstrumented": baseline,
-        "nbviz defaults": nbviz_config(),
-        "nbviz every=1": nbviz_config(every=1),
-    }
+    groups: list[dict[str, Config | None]] = [
+        {"nbviz defaults": nbviz_config(), "nbviz every=1": nbviz_config(every=1)},
+    ]
     if not args.only_nbviz:
-        configs.update(
+        groups += [
             {
                 "TensorBoard histograms every step": tensorboard_config(1),
                 "TensorBoard histograms every 10": tensorboard_config(10),
+            },
+            {
                 "wandb.watch log=all, log_freq=1": wandb_config(1, shared_wandb),
                 "wandb.watch log=all, log_freq=10": wandb_config(10, shared_wandb),
-            }
-        )
-    missing = [k for k, v in configs.items() if v is None]
-    active = {k: v for k, v in configs.items() if v is not None}
+            },
+        ]
+    missing = [k for group in groups for k, v in group.items() if v is None]
     if args.paired:
         blocks, steps = args.paired, 1
         how = f"{args.paired} steps, one step of each configuration in turn; ratio of totals"
     else:
         blocks, steps = args.blocks, args.steps
-        how = f"median of {args.blocks} interleaved blocks of {args.steps} steps"
-    results = {name: measure(name, active, blocks, steps, args.warmup) for name in WORKLOADS}
+        how = (
+            f"median of interleaved blocks of {args.steps} steps, at least {args.blocks} "
+            f"and {args.seconds:g} s per group"
+        )
+    results: dict[str, dict[str, float]] = {name: {} for name in WORKLOADS}
+    counts: dict[str, list[int]] = {name: [] for name in WORKLOADS}
+    for name in WORKLOADS:
+        for group in groups:
+            active = {k: v for k, v in group.items() if v is not None}
+            if active:
+                measured = measure(
+                    name,
+                    {"uninstrumented": baseline, **active},
+                    blocks,
+                    steps,
+                    args.warmup,
+                    0.0 if args.paired else args.seconds,
+                )
+                base_ms, n = measured.pop("_base_ms"), measured.pop("_blocks")
+                results[name].setdefault("_base_ms", base_ms)  # the first (nbviz) group's
+                results[name].update(measured)
+                counts[name].append(n)
+    keys = [k for k in results["CNN"] if not k.startswith("_")]
     print(
         f"\nstep time / uninstrumented ({how}; after {args.warmup} warm-up steps of each; "
         f"torch threads {torch.get_num_threads()})\n"
     )
     print(f"| {'configuration':<36} | {'CNN':>7} | {'MLP':>7} |")
     print(f"|{'-' * 38}|{'-' * 9}|{'-' * 9}|")
-    for key in active:
+    for key in keys:
         cnn, mlp = results["CNN"][key], results["MLP"][key]
         print(f"| {key:<36} | {cnn:>6.3f}x | {mlp:>6.3f}x |")
     print(
         f"\nuninstrumented step: CNN {results['CNN']['_base_ms']:.1f} ms, "
         f"MLP {results['MLP']['_base_ms']:.1f} ms"
     )
+    if not args.paired:
+        print(
+            "blocks per group (nbviz, TensorBoard, wandb): "
+            + "; ".join(f"{name} {'/'.join(map(str, n))}" for name, n in counts.items())
+        )
     print("targets: nbviz defaults <= 1.05x on both; every=1 <= 1.5x (CNN), <= 2x (MLP)")
     for key in missing:
         print(f"(not measured: {key} - package not installed; run `make bench`)")
