@@ -71,8 +71,8 @@ _SIGNAL_ALIASES = {
     "weights": "weights",
 }
 #: Capture period by default (a divisor of 100, so captures fall on round steps): a
-#: capture costs the reference MLP about two steps' time on 2 CPU cores, so one in 50
-#: keeps it near 2% beside the every-step NaN sentinel's 3-5%
+#: capture costs the reference MLP about 7 ms, most of a step, on 2 CPU cores, so one
+#: in 50 keeps it near 1.5% beside the every-step NaN sentinel's 3.5%
 #: (benchmarks/probe_overhead.py); a NaN is still reported at the exact step it appeared.
 DEFAULT_EVERY = 50
 DEFAULT_BINS = 64
