@@ -25,6 +25,43 @@ def test_log_rejects_values_that_are_not_numbers(tmp_path):
             run.log(0, train_loss="low")
         with pytest.raises(ValueError, match="tensor with 3 elements"):
             run.log(0, train_loss=torch.ones(3))
+        for complex_value in (torch.tensor(1 + 2j), np.complex128(1 + 2j), np.array(1j)):
+            with pytest.raises(TypeError, match=r"log: z=.* not a number"):
+                run.log(0, z=complex_value)
+        assert run.scalars().empty  # nothing half-logged
+
+
+def test_log_takes_numbers_of_every_kind(tmp_path):
+    values = {
+        "py_int": 3,
+        "py_bool": True,
+        "np_float": np.float32(0.5),
+        "np_int": np.int64(7),
+        "np_bool": np.bool_(True),
+        "np_0d": np.array(2.5),
+        "np_1elem": np.array([4.0]),
+        "tensor": torch.tensor(1.5, dtype=torch.float64),
+        "half": torch.tensor(0.25, dtype=torch.float16),
+        "bool_tensor": torch.tensor(False),
+        "int_tensor": torch.tensor(9),
+    }
+    with nbviz.Run(tmp_path / "run") as run:
+        run.log(np.int64(2), values)
+        frame = run.scalars().set_index("name")
+    assert frame["step"].unique().tolist() == [2]
+    assert frame["value"].to_dict() == {
+        "py_int": 3.0,
+        "py_bool": 1.0,
+        "np_float": 0.5,
+        "np_int": 7.0,
+        "np_bool": 1.0,
+        "np_0d": 2.5,
+        "np_1elem": 4.0,
+        "tensor": 1.5,
+        "half": 0.25,
+        "bool_tensor": 0.0,
+        "int_tensor": 9.0,
+    }
 
 
 def test_log_rejects_names_that_are_not_strings(tmp_path):

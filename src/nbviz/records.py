@@ -37,7 +37,9 @@ def scalar_value(name: str, value: Any) -> float:
     if kind is float or kind is int:
         return float(value)
     if getattr(value, "ndim", None) == 0 and hasattr(value, "item") and kind is not np.bool_:
-        return float(value.item())  # a 0-d tensor or array, a numpy number
+        item = value.item()  # a 0-d tensor or array, a numpy number
+        if type(item) is float or type(item) is int:
+            return float(item)
     if isinstance(value, bool | np.bool_):
         return float(value)
     if isinstance(value, numbers.Real):
@@ -48,9 +50,13 @@ def scalar_value(name: str, value: Any) -> float:
                 f"log: {name} is a tensor with {value.numel()} elements; log a number or a 0-d "
                 f"tensor (e.g. {name}=loss.mean())"
             )
-        return float(value.item())
-    if isinstance(value, np.ndarray) and value.size == 1:
-        return float(value.reshape(()))
+        item = value.item()
+        if isinstance(item, numbers.Real):
+            return float(item)
+    elif isinstance(value, np.ndarray) and value.size == 1:
+        item = value.reshape(()).item()
+        if isinstance(item, numbers.Real):
+            return float(item)
     raise TypeError(f"log: {name}={value!r} is a {type(value).__name__}, not a number")
 
 
