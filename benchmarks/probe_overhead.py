@@ -4,33 +4,34 @@ Workloads (synthetic data, SGD, CPU): an MNIST-style CNN (2 conv + 2 fc, 1x28x28
 batch 64) and an MLP 784-512-512-512-10 (batch 256).
 
     python benchmarks/probe_overhead.py [--blocks 12] [--seconds 60] [--steps 50] [--warmup 60]
-    python benchmarks/probe_overhead.py --paired 1000   # one step of each in turn
 
 Every configuration trains its own copy of the model (same initial weights) and
 is set up once, before anything is timed; each then runs ``--warmup`` untimed
 steps, so one-off work at a tool's start (nbviz fixes histogram ranges at its
 first capture, wandb starts its service) is not counted as per-step overhead.
-Then come interleaved blocks: in each block every configuration runs ``--steps``
-steps in turn (the order rotates from block to block), and the table shows the
-median over blocks of each configuration's block time / the uninstrumented
-block time. There are at least ``--blocks`` blocks, more while the group has
-run for less than ``--seconds``, so that quick configurations (the MLP's) get as
-many seconds of measurement as slow ones and their median is as steady. With
-``--steps`` a multiple of the default capture period (50), every timed block
-holds exactly one nbviz capture at the defaults.
 
-Each tool is measured in its own group (nbviz, TensorBoard, wandb), each group
-with its own uninstrumented copy interleaved with it. Tools work in the
-background too (TensorBoard's writer thread, wandb's service process); on a
-small machine that work lands in whichever block runs next, so a tool sharing
-blocks with another would be charged for the other's background work. Within a
-group it lands in the group's uninstrumented blocks as well, which if anything
-lowers that tool's ratio.
+Each tool is measured in its own group (nbviz, TensorBoard, wandb) beside an
+uninstrumented copy of the model, in interleaved blocks of ``--steps`` steps of
+every configuration of the group. The table shows the median over blocks of
+block time / the uninstrumented block time, with the quartiles of those ratios.
+With ``--steps`` a multiple of the default capture period (50), every block
+holds exactly one nbviz capture at the defaults. There are at least
+``--blocks`` blocks, more while the group has run for less than ``--seconds``,
+so that quick configurations (the MLP's) get as many seconds of measurement as
+slow ones.
 
-``--paired STEPS`` interleaves single steps instead (one step of each
-configuration of a group in turn), so a change in the machine's speed (large on
-shared machines) hits all of them alike; the table shows the ratio of total
-times.
+Within a block, nbviz's configurations take turns step by step (the order
+rotating), so a change in the machine's speed, large on shared machines, hits
+them alike; a block time is then the sum of its steps' times. That is fair to a
+tool that works in the foreground: nbviz's writer thread spends about 20 us a
+step. TensorBoard and wandb work in the background too (TensorBoard's event
+writer thread, wandb's service process): taking turns step by step, that work
+would land in the uninstrumented steps. So in their groups each configuration
+runs its block's steps in one go (rotating which goes first), and the group
+keeps to itself so that its background work is not charged to another tool;
+what spills into the next configuration's block still lowers their ratios
+somewhat. ``--consecutive`` runs nbviz's blocks in one go as well (its ratios
+then scatter more, around the same median).
 
 All configurations log the loss each step (the baseline does not: it is the
 training step alone). TensorBoard and wandb columns appear when those packages
@@ -213,12 +214,13 @@ def measure(
     steps: int,
     warmup: int,
     seconds: float = 0.0,
-) -> dict[str, float]:
-    """Per configuration, its time / the uninstrumented time (see the module docstring).
+    consecutive: bool = False,
+) -> dict[str, Any]:
+    """Per configuration, its block times / the uninstrumented ones, block by block.
 
-    ``steps`` > 1: the median of per-block ratios over at least ``blocks`` blocks,
-    more until ``seconds`` have passed; ``steps`` == 1 (paired): the ratio of total
-    times over ``blocks`` steps.
+    At least ``blocks`` blocks of ``steps`` steps, more until ``seconds`` have
+    passed. Within a block the configurations take turns step by step (the order
+    rotating), or with ``consecutive`` each runs its ``steps`` steps in one go.
     """
     make, batch = WORKLOADS[name]
     x = torch.randn(batch, 1, 28, 28)
@@ -233,6 +235,7 @@ def measure(
             tmp = Path(d) / key.replace(" ", "_").replace("=", "").replace(",", "")
             tmp.mkdir()
             loops.append((key, model, opt, stack.enter_context(config(model, tmp))))
+        n = len(loops)
         # every configuration counts the same consecutive steps, aligned to the
         # block length after the warm-up so that blocks hold whole capture periods
         step = 0
@@ -244,23 +247,28 @@ def measure(
         start = time.perf_counter()
         b = 0
         while b < blocks or (time.perf_counter() - start < seconds and b < MAX_BLOCKS):
-            # rotate the order so no configuration always runs first or last
-            order = loops[b % len(loops) :] + loops[: b % len(loops)]
-            for key, model, opt, after in order:
-                t0 = time.perf_counter()
+            block = dict.fromkeys(configs, 0.0)
+            if consecutive:
+                # rotate the order so no configuration always runs first or last
+                for key, model, opt, after in loops[b % n :] + loops[: b % n]:
+                    t0 = time.perf_counter()
+                    for i in range(steps):
+                        after(step + i, train_step(model, opt, x, y))
+                    block[key] = time.perf_counter() - t0
+            else:
                 for i in range(steps):
-                    after(step + i, train_step(model, opt, x, y))
-                times[key].append(time.perf_counter() - t0)
+                    for key, model, opt, after in loops[i % n :] + loops[: i % n]:
+                        t0 = time.perf_counter()
+                        after(step + i, train_step(model, opt, x, y))
+                        block[key] += time.perf_counter() - t0
+            for key, t in block.items():
+                times[key].append(t)
             step += steps
             b += 1
     base = times["uninstrumented"]
-    if steps == 1:
-        result = {k: sum(v) / sum(base) for k, v in times.items()}
-    else:
-        result = {
-            k: statistics.median(t / b for t, b in zip(v, base, strict=True))
-            for k, v in times.items()
-        }
+    result: dict[str, Any] = {
+        k: [t / b for t, b in zip(v, base, strict=True)] for k, v in times.items()
+    }
     result["_base_ms"] = statistics.median(base) / steps * 1e3
     result["_blocks"] = len(base)
     return result
@@ -288,78 +296,88 @@ def main() -> None:
     )
     parser.add_argument("--only-nbviz", action="store_true", help="skip TensorBoard and wandb")
     parser.add_argument(
-        "--paired",
-        type=int,
-        default=0,
-        metavar="STEPS",
-        help="instead of blocks: one step of each configuration in turn for STEPS steps "
-        "(a multiple of 50 holds whole capture periods); the ratio of total times",
+        "--consecutive",
+        action="store_true",
+        help="within a block, each configuration runs its steps in one go instead of "
+        "taking turns step by step (more exposed to the machine's drift)",
     )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     shared_wandb = SharedWandbRun()
-    groups: list[dict[str, Config | None]] = [
-        {"nbviz defaults": nbviz_config(), "nbviz every=1": nbviz_config(every=1)},
+    # (configurations, whether each runs its block's steps in one go)
+    groups: list[tuple[dict[str, Config | None], bool]] = [
+        (
+            {"nbviz defaults": nbviz_config(), "nbviz every=1": nbviz_config(every=1)},
+            args.consecutive,
+        ),
     ]
     if not args.only_nbviz:
         groups += [
-            {
-                "TensorBoard histograms every step": tensorboard_config(1),
-                "TensorBoard histograms every 10": tensorboard_config(10),
-            },
-            {
-                "wandb.watch log=all, log_freq=1": wandb_config(1, shared_wandb),
-                "wandb.watch log=all, log_freq=10": wandb_config(10, shared_wandb),
-            },
+            (
+                {
+                    "TensorBoard histograms every step": tensorboard_config(1),
+                    "TensorBoard histograms every 10": tensorboard_config(10),
+                },
+                True,
+            ),
+            (
+                {
+                    "wandb.watch log=all, log_freq=1": wandb_config(1, shared_wandb),
+                    "wandb.watch log=all, log_freq=10": wandb_config(10, shared_wandb),
+                },
+                True,
+            ),
         ]
-    missing = [k for group in groups for k, v in group.items() if v is None]
-    if args.paired:
-        blocks, steps = args.paired, 1
-        how = f"{args.paired} steps, one step of each configuration in turn; ratio of totals"
-    else:
-        blocks, steps = args.blocks, args.steps
-        how = (
-            f"median of interleaved blocks of {args.steps} steps, at least {args.blocks} "
-            f"and {args.seconds:g} s per group"
-        )
-    results: dict[str, dict[str, float]] = {name: {} for name in WORKLOADS}
+    missing = [k for group, _ in groups for k, v in group.items() if v is None]
+    how = (
+        f"median [quartiles] over blocks of {args.steps} steps, at least {args.blocks} and "
+        f"{args.seconds:g} s per group; nbviz's configurations taking turns "
+        + ("block by block" if args.consecutive else "step by step")
+        + ", the others' block by block"
+    )
+    results: dict[str, dict[str, Any]] = {name: {} for name in WORKLOADS}
     counts: dict[str, list[int]] = {name: [] for name in WORKLOADS}
     for name in WORKLOADS:
-        for group in groups:
+        for group, consecutive in groups:
             active = {k: v for k, v in group.items() if v is not None}
             if active:
                 measured = measure(
                     name,
                     {"uninstrumented": baseline, **active},
-                    blocks,
-                    steps,
+                    args.blocks,
+                    args.steps,
                     args.warmup,
-                    0.0 if args.paired else args.seconds,
+                    args.seconds,
+                    consecutive,
                 )
                 base_ms, n = measured.pop("_base_ms"), measured.pop("_blocks")
                 results[name].setdefault("_base_ms", base_ms)  # the first (nbviz) group's
                 results[name].update(measured)
                 counts[name].append(n)
     keys = [k for k in results["CNN"] if not k.startswith("_")]
+
+    def cell(ratios: list[float]) -> str:
+        q1, q2, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+        return f"{statistics.median(ratios):.3f}x [{q1:.2f}, {q3:.2f}]"
+
     print(
         f"\nstep time / uninstrumented ({how}; after {args.warmup} warm-up steps of each; "
         f"torch threads {torch.get_num_threads()})\n"
     )
-    print(f"| {'configuration':<36} | {'CNN':>7} | {'MLP':>7} |")
-    print(f"|{'-' * 38}|{'-' * 9}|{'-' * 9}|")
+    print(f"| {'configuration':<36} | {'CNN':<22} | {'MLP':<22} |")
+    print(f"|{'-' * 38}|{'-' * 24}|{'-' * 24}|")
     for key in keys:
-        cnn, mlp = results["CNN"][key], results["MLP"][key]
-        print(f"| {key:<36} | {cnn:>6.3f}x | {mlp:>6.3f}x |")
+        cnn, mlp = cell(results["CNN"][key]), cell(results["MLP"][key])
+        print(f"| {key:<36} | {cnn:<22} | {mlp:<22} |")
     print(
         f"\nuninstrumented step: CNN {results['CNN']['_base_ms']:.1f} ms, "
         f"MLP {results['MLP']['_base_ms']:.1f} ms"
     )
-    if not args.paired:
-        print(
-            "blocks per group (nbviz, TensorBoard, wandb): "
-            + "; ".join(f"{name} {'/'.join(map(str, n))}" for name, n in counts.items())
-        )
+    print(
+        "blocks per group (nbviz, TensorBoard, wandb): "
+        + "; ".join(f"{name} {'/'.join(map(str, n))}" for name, n in counts.items())
+    )
     print("targets: nbviz defaults <= 1.05x on both; every=1 <= 1.5x (CNN), <= 2x (MLP)")
     for key in missing:
         print(f"(not measured: {key} - package not installed; run `make bench`)")
