@@ -358,7 +358,7 @@ def main() -> None:
     keys = [k for k in results["CNN"] if not k.startswith("_")]
 
     def cell(ratios: list[float]) -> str:
-        q1, q2, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+        q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
         return f"{statistics.median(ratios):.3f}x [{q1:.2f}, {q3:.2f}]"
 
     print(
