@@ -361,7 +361,7 @@ def test_outputs_without_float_tensors_are_skipped_with_a_note(tmp_path):
     assert {"heads.a", "heads.b", "trunk.0"} <= set(recorded)
 
 
-def test_nan_is_reported_at_the_exact_step_and_layer(tmp_path):
+def test_nan_is_reported_at_the_exact_step_and_layer(tmp_path, read_path):
     class Poison(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -401,6 +401,49 @@ def test_nan_is_reported_at_the_exact_step_and_layer(tmp_path):
     assert origin.layer == "2"
     # the layer before the poison stayed finite at step 13
     assert not ((activation["layer"] == "0") & (activation["step"] == 13)).any()
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2], ids=str
+)
+def test_narrow_float_outputs_are_watched_and_their_nan_is_found(tmp_path, dtype, read_path):
+    """Half, bfloat16 and float8 outputs (quantisation sketches): no crash, exact NaN report."""
+
+    class Narrow(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            if self.calls == 8:  # the 8th training forward: step 7
+                x = x.clone()
+                x[0, 0] = float("nan")
+            return x.to(dtype)
+
+    class Wide(nn.Module):
+        def forward(self, x):
+            return x.float()
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(12, 16), Narrow(), Wide(), nn.Linear(16, 5))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(model, every=5)  # step 7 is not a capture step
+        for step, (x, y) in enumerate(batches(12)):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            run.log(step, train_loss=loss)
+        run.flush()
+        narrow = run.stats("activation", layer="1", steps=0).iloc[0]
+        events = run.events("nonfinite")
+    assert narrow["count"] == 8 * 16
+    assert narrow["nonfinite"] == 0
+    activation = events[events["signal"] == "activation"]
+    first = activation.sort_values(["step", "layer"]).iloc[0]
+    assert (first["step"], first["layer"]) == (7, "1")
 
 
 @pytest.fixture(params=["cpu_checks", "branch_free"])

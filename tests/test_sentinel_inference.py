@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import nbviz
-from nbviz.probes import probe as probe_module
+from nbviz.probes import finite
 
 BAD_STEP = 7
 
@@ -180,8 +180,8 @@ def test_a_weight_gradient_changed_by_a_hook_is_checked_itself(tmp_path):
 
 def _reads_per_step(model: nn.Module, steps: int, autocast: bool, monkeypatch, tmp_path) -> int:
     calls = []
-    real = probe_module._checksum
-    monkeypatch.setattr(probe_module, "_checksum", lambda x: calls.append(1) or real(x))
+    real = finite.checksum
+    monkeypatch.setattr(finite, "checksum", lambda x: calls.append(1) or real(x))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with nbviz.Run(tmp_path / f"run{autocast}") as run:
         run.watch(model, every=1000)

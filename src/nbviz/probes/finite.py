@@ -93,6 +93,37 @@ WEIGHT_FROM_BIAS: tuple[type[nn.Module], ...] = (
     nn.ConvTranspose3d,
 )
 WIDE = (torch.float32, torch.float64)
+#: Floating dtypes narrower than float32 (half, bfloat16, the float8 kinds): summed in
+#: float32, since a sum in their own dtype overflows early or is not implemented at all.
+NARROW: frozenset[torch.dtype] = frozenset(
+    d
+    for d in vars(torch).values()
+    if isinstance(d, torch.dtype) and d.is_floating_point and d.itemsize < 4
+)
+#: Sets grad mode without the context manager's objects (what ``torch.no_grad`` calls).
+_set_grad_enabled = torch._C._set_grad_enabled
+
+
+def sum_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype a tensor of ``dtype`` is summed in for the sentinel."""
+    return torch.float32 if dtype in NARROW else dtype
+
+
+def checksum(x: torch.Tensor) -> torch.Tensor:
+    """One reduction that is non-finite exactly when an element is (overflow aside).
+
+    Runs on every step inside hooks: a tensor that takes part in autograd is summed
+    with grad mode off for the op (no graph recorded, nothing kept alive) rather
+    than through ``detach()``, an op of its own that costs as much as the sum on
+    tensors of this size.
+    """
+    if x.requires_grad and torch.is_grad_enabled():
+        _set_grad_enabled(False)
+        try:
+            return x.sum(dtype=torch.float32) if x.dtype in NARROW else x.sum()
+        finally:
+            _set_grad_enabled(True)
+    return x.sum(dtype=torch.float32) if x.dtype in NARROW else x.sum()
 
 
 def has_grad_hooks(p: torch.Tensor) -> bool:

@@ -471,7 +471,7 @@ class Probe:
         capture = self._capture
         if capture is None or not self._watch_acts:
             # the sentinel's value, noted as the last check (see _on_kept_output)
-            value = _checksum(live)
+            value = finite.checksum(live)
             self._checked = (weakref.ref(live), live._version, value)
             self._sentinel.add(slot, value)
             if capture is None:
@@ -601,7 +601,7 @@ class Probe:
                 slot_of_value = slot
             value = sums.get(slot_of_value)
             if value is None:
-                value = sums[slot_of_value] = _checksum(g)
+                value = sums[slot_of_value] = finite.checksum(g)
             add(slot, value)
 
     def _measure_synced(self) -> None:
@@ -936,25 +936,3 @@ def _autocast_query(device_type: str) -> Callable[[], bool]:
 
 #: Runs a callable once the backward pass in progress has finished.
 _queue_engine_callback = torch.autograd.Variable._execution_engine.queue_callback
-
-
-_HALF = (torch.float16, torch.bfloat16)
-#: Sets grad mode without the context manager's objects (what ``torch.no_grad`` calls).
-_set_grad_enabled = torch._C._set_grad_enabled
-
-
-def _checksum(x: torch.Tensor) -> torch.Tensor:
-    """One reduction that is non-finite exactly when an element is (overflow aside).
-
-    Runs on every step inside hooks: a tensor that takes part in autograd is summed
-    with grad mode off for the op (no graph recorded, nothing kept alive) rather
-    than through ``detach()``, an op of its own that costs as much as the sum on
-    tensors of this size.
-    """
-    if x.requires_grad and torch.is_grad_enabled():
-        _set_grad_enabled(False)
-        try:
-            return x.sum(dtype=torch.float32) if x.dtype in _HALF else x.sum()
-        finally:
-            _set_grad_enabled(True)
-    return x.sum(dtype=torch.float32) if x.dtype in _HALF else x.sum()

@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from nbviz.probes import finite
+
 #: Statistic vector layout on the host, one per slot and step.
 STAT_FIELDS = ("count", "sum", "sumsq", "min", "max", "nonzero", "nonfinite")
 N_STATS = len(STAT_FIELDS)
@@ -437,8 +439,8 @@ def _witness(x: torch.Tensor, fields: tuple[int, ...], scalars: list[torch.Tenso
     becomes NaN where positive, on the device.
     """
     bad = _NONFINITE in fields
-    dtype = x.dtype if x.element_size() >= 4 else torch.float32  # as the sentinel's own sums
-    if x.is_cpu:
+    dtype = finite.sum_dtype(x.dtype)  # as the sentinel's own sums
+    if _cheap_to_read(x):
         key = (dtype, bad)
         const = _CONSTANTS.get(key)
         if const is None:
