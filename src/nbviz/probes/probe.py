@@ -550,18 +550,7 @@ class Probe:
         if capture is None or not self._watch_grads:
             self._check_grads()
         elif self._dist is None:
-            base = len(self.modules)
-            for j, (name, p) in enumerate(self.params):
-                g = p.grad
-                if g is None:
-                    continue
-                # .grad accumulates: the last backward of the step has the step's total.
-                # Measured now: zero_grad(set_to_none=False) or clipping may change it later
-                parts = capture.measure_clean(
-                    (name, "gradient"), g.detach(), None, self._hist_for(name, "gradient")
-                )
-                self._pgrad_parts[j] = parts
-                self._sentinel.add(base + j, parts[0].witness)
+            self._measure_param_grads(capture, check=True)
         else:
             self._check_grads()
             # DDP averages the gradients in a callback queued during this backward,
@@ -609,11 +598,27 @@ class Probe:
         capture = self._capture
         if capture is None or self.closed:
             return
+        self._measure_param_grads(capture, check=False)
+
+    def _measure_param_grads(self, capture: st.StepCapture, check: bool) -> None:
+        """Each parameter gradient's statistics, kept for the capture's record.
+
+        ``.grad`` accumulates, so the last backward of the step has the step's
+        total; measured now, since ``zero_grad(set_to_none=False)`` or clipping may
+        change it later. With ``check``, each measurement also gives the sentinel
+        its value for that gradient (no second read).
+        """
+        base = len(self.modules)
         for j, (name, p) in enumerate(self.params):
-            if p.grad is not None:
-                self._pgrad_parts[j] = capture.measure_clean(
-                    (name, "gradient"), p.grad.detach(), None, self._hist_for(name, "gradient")
-                )
+            g = p.grad
+            if g is None:
+                continue
+            parts = capture.measure_clean(
+                (name, "gradient"), g.detach(), None, self._hist_for(name, "gradient")
+            )
+            self._pgrad_parts[j] = parts
+            if check:
+                self._sentinel.add(base + j, parts[0].witness)
 
     # --------------------------------------------------------------- records
     def _hist_for(self, layer: str, signal: str) -> st.HistState | None:
