@@ -562,6 +562,62 @@ def test_bad_watch_arguments_name_the_value(tmp_path):
             run.watch(mlp(), signals=["weight_decay"])
         with pytest.raises(TypeError, match="expected a torch.nn.Module"):
             run.watch("model")
+        lazy = nn.Sequential(nn.LazyLinear(4), nn.ReLU(), nn.Linear(4, 2))
+        with pytest.raises(ValueError, match=r"parameters '0.weight', '0.bias' .* not initial"):
+            run.watch(lazy)
+        lazy(torch.randn(3, 7))  # one batch gives the lazy layer its shape
+        run.watch(lazy).close()
+
+
+def test_unusual_parameters_and_batches_are_recorded_as_such(tmp_path):
+    """Sparse and complex gradients, empty parameters and empty batches: recorded or
+    skipped with a note, never a crash."""
+
+    class Unusual(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(30, 4, sparse=True)
+            self.rot = nn.Parameter(torch.randn(4, 4, dtype=torch.cfloat))
+            self.nothing = nn.Parameter(torch.zeros(0))
+            self.head = nn.Linear(4, 3)
+
+        def forward(self, ids):
+            x = self.emb(ids).mean(dim=1)
+            return self.head((x.cfloat() @ self.rot).abs())
+
+    torch.manual_seed(0)
+    model = Unusual()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    grads = {}
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, every=1)
+        for step in range(4):
+            batch = 0 if step == 2 else 6  # step 2's batch is empty
+            opt.zero_grad()
+            loss = model(torch.randint(0, 30, (batch, 5))).sum()
+            loss.backward()
+            grads[step] = model.emb.weight.grad.to_dense().double().numpy()
+            opt.step()
+            run.log(step, train_loss=loss)
+        probe.close()
+        run.flush()
+        emb_grad = run.stats("gradient", layer="emb.weight")
+        rot = run.stats("weight", layer="rot")
+        head = run.stats("activation", layer="head")
+        layers = set(run.stats("weight")["layer"])
+    assert any("no elements not recorded: nothing" in n for n in probe.notes)
+    assert "nothing" not in layers
+    # the sparse gradient is measured as the dense one it stands for
+    g = emb_grad[emb_grad["step"] == 0].iloc[0]
+    assert g["count"] == 30 * 4
+    assert g["zero_frac"] == pytest.approx((grads[0] == 0).mean())
+    assert g["norm"] == pytest.approx(np.sqrt((grads[0] ** 2).sum()), rel=1e-5)
+    # a complex weight: its real and imaginary parts, so its norm is the complex norm
+    w = rot[rot["step"] == 3].iloc[0]
+    assert w["count"] == 2 * 16
+    assert w["norm"] == pytest.approx(float(torch.linalg.vector_norm(model.rot.detach())), rel=1e-5)
+    # an empty batch has no activations to show; the steps around it do
+    assert sorted(head["step"]) == [0, 1, 3]
 
 
 def test_layer_patterns_take_globs_and_types(tmp_path):

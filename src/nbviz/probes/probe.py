@@ -152,10 +152,23 @@ class Probe:
                 f"got {hist_every!r}"
             )
         params = list(model.named_parameters())
+        lazy = [n for n, p in params if isinstance(p, nn.parameter.UninitializedParameter)]
+        if lazy:
+            more = f" and {len(lazy) - 3} more" if len(lazy) > 3 else ""
+            which = "parameters" if len(lazy) > 1 else "parameter"
+            raise ValueError(
+                f"watch: {which} {', '.join(map(repr, lazy[:3]))}{more} of the model "
+                f"({type(model).__name__}) not initialised yet: lazy modules "
+                "(nn.LazyLinear, ...) take their shapes from the first forward pass - run one "
+                "batch through the model (model(example_batch)) before run.watch(model)"
+            )
+        empty = [n for n, p in params if p.numel() == 0]
+        params = [(n, p) for n, p in params if p.numel()]
         if not params:
             raise ValueError(
-                f"watch: the model ({type(model).__name__}) has no parameters; nbviz watches "
-                "trainable models - pass the module that holds the weights"
+                f"watch: the model ({type(model).__name__}) has no parameters"
+                + (f" with any elements ({', '.join(map(repr, empty))} are empty)" if empty else "")
+                + "; nbviz watches trainable models - pass the module that holds the weights"
             )
         previous = _WATCHED.get(model)
         if previous is not None and not previous.closed:
@@ -190,6 +203,8 @@ class Probe:
             selection = select_modules(model, layers, max_layers)
             self.modules = selection.modules
             self.notes.extend(selection.notes)
+        if empty:
+            self.notes.append(f"parameters with no elements not recorded: {', '.join(empty)}")
         seen: set[int] = set()
         self.params: list[tuple[str, nn.Parameter]] = []
         for name, p in params:
@@ -278,7 +293,7 @@ class Probe:
         if self._watch_weights:
             with torch.no_grad():
                 self._init = [p.detach().clone() for _, p in self.params]
-                self._init_norm = [float(t.float().norm()) for t in self._init]
+                self._init_norm = [float(st.real_view(t).float().norm()) for t in self._init]
                 self._prev = [torch.empty_like(t) for t in self._init]
 
         # --- step state --------------------------------------------------------
@@ -466,8 +481,8 @@ class Probe:
             live = output if output.is_floating_point() else None
         else:
             live = self._first_output(name, module, output)
-        if live is None:
-            return
+        if live is None or not live.numel():
+            return  # an empty output (an empty batch, a size-0 split) has nothing to tell
         capture = self._capture
         if capture is None or not self._watch_acts:
             # the sentinel's value, noted as the last check (see _on_kept_output)
@@ -534,7 +549,7 @@ class Probe:
 
     def _on_output_grad(self, name: str, grad: torch.Tensor) -> None:
         capture = self._capture
-        if capture is None or grad is None:
+        if capture is None or grad is None or not grad.numel():
             return
         if self._grad_scale is not None:
             grad = grad * self._grad_scale  # the gradient of the ranks' mean loss (DDP's)
@@ -613,6 +628,8 @@ class Probe:
             g = p.grad
             if g is None:
                 continue
+            if g.layout != torch.strided:
+                g = g.to_dense()  # a sparse gradient (nn.Embedding(sparse=True)): zeros count
             parts = capture.measure_clean(
                 (name, "gradient"), g.detach(), None, self._hist_for(name, "gradient")
             )

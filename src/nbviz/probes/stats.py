@@ -76,8 +76,17 @@ def _cheap_to_read(t: torch.Tensor) -> bool:
     return t.device.type == "cpu"
 
 
+def real_view(x: torch.Tensor) -> torch.Tensor:
+    """A complex tensor as its real and imaginary parts (a trailing dimension of 2).
+
+    Its statistics and histograms are then those of the components: the norm is
+    the complex norm, and a NaN in either part is counted.
+    """
+    return torch.view_as_real(x) if x.is_complex() else x
+
+
 def _float(x: torch.Tensor) -> torch.Tensor:
-    x = x.detach()
+    x = real_view(x.detach())
     if x.dtype not in (torch.float32, torch.float64):
         x = x.float()
     return x
@@ -487,6 +496,7 @@ class StepCapture:
         hist: HistState | None = None,
     ) -> tuple[Entry, list[torch.Tensor], list[torch.Tensor]]:
         """``add_clean``'s numbers without adding them yet (see ``add_measured``)."""
+        x = real_view(x)
         fields, scalars, vectors, hist_in = clean_parts(x, unit_dim, hist, self.scratch)
         units = x.shape[unit_dim] if unit_dim is not None else 0
         entry = Entry(slot, x.numel(), fields, units, hist)
@@ -499,6 +509,7 @@ class StepCapture:
 
     def add_raw(self, slot: Hashable, x: torch.Tensor, hist: HistState | None = None) -> None:
         """Statistics of a tensor that stays alive until the step's host copy."""
+        x = real_view(x)
         fields, scalars, vectors, hist_in = raw_parts(x, hist, self.scratch)
         # on CPU raw_parts has already checked the tensor and cleaned it if needed
         source = None if _cheap_to_read(x) else x.detach()
