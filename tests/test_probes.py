@@ -550,6 +550,67 @@ def test_watching_twice_is_an_error_unless_replaced(tmp_path):
         assert first.closed and not second.closed
 
 
+def test_two_models_in_one_run_are_told_apart_by_name(tmp_path):
+    """A GAN: generator and discriminator watched in one run, each under its name."""
+    torch.manual_seed(0)
+    gen = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 8))
+    disc = nn.Sequential(nn.Linear(8, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+    opt_g, opt_d = torch.optim.Adam(gen.parameters()), torch.optim.Adam(disc.parameters())
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(gen)
+        with pytest.raises(ValueError, match="already watches a Sequential under no name.*name="):
+            run.watch(disc)
+        with pytest.raises(ValueError, match="name must be a non-empty string.*got '.D'"):
+            run.watch(disc, name=".D")
+        run.watch(gen, name="G", replace=True, every=5, optimizer=opt_g)
+        run.watch(disc, name="D", every=5, optimizer=opt_d)
+        for step in range(11):
+            fake = gen(torch.randn(16, 4))
+            opt_d.zero_grad()
+            real_score, fake_score = disc(torch.randn(16, 8)), disc(fake.detach())
+            d_loss = nn.functional.softplus(-real_score).mean()
+            d_loss = d_loss + nn.functional.softplus(fake_score).mean()
+            d_loss.backward()
+            opt_d.step()
+            opt_g.zero_grad()
+            g_loss = nn.functional.softplus(-disc(fake)).mean()
+            g_loss.backward()
+            opt_g.step()
+            run.log(step, d_loss=d_loss, g_loss=g_loss)
+        run.flush()
+        activations = run.stats("activation")
+        weights = set(run.stats("weight")["layer"])
+        layers = run.layers()
+        probe_meta, model_meta = run.meta("probe"), run.meta("model")
+    expected = {f"{m}.{i}" for m in "GD" for i in range(3)}
+    assert set(activations["layer"]) == expected
+    # each probe counts its own optimizer's steps: captures at the steps the loop logs
+    assert sorted(set(activations["step"])) == [0, 5, 10]
+    assert {"G.0.weight", "G.2.bias", "D.0.weight", "D.2.bias"} <= weights
+    assert set(layers["name"]) == expected and set(layers["depth"]) == {1}
+    assert layers.set_index("name").loc["D.1", "type"] == "LeakyReLU"
+    assert [p["name"] for p in probe_meta["probes"]] == ["G", "D"]
+    assert {p["name"] for p in probe_meta["params"]} >= {"G.0.weight", "D.0.weight"}
+    assert model_meta["params"] == sum(p.numel() for p in [*gen.parameters(), *disc.parameters()])
+
+
+def test_evaluate_names_layers_as_the_models_probe_does(tmp_path):
+    torch.manual_seed(0)
+    model = mlp()
+    x, y = torch.randn(40, 12), torch.randint(0, 5, (40,))
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(model, name="net")
+        run.evaluate(0, model, [(x, y)], units_layer="1")
+        run.capture(model, x[0], id=3)
+        run.flush()
+        embeddings = run.embedding_layers("val", kind="embedding")
+        units = run.embedding_layers("val", kind="units")
+        captured = list(run.captures(3, "val", 0)["layer"])
+    # the embedding is the input of the last Linear ("4"); the units those of the ReLU
+    assert (embeddings, units) == (["net.4"], ["net.1"])
+    assert captured == [f"net.{i}" for i in range(5)]
+
+
 def test_bad_watch_arguments_name_the_value(tmp_path):
     with nbviz.Run(tmp_path / "run") as run:
         with pytest.raises(ValueError, match=r"pattern 'conv\*' matches no module.*Modules: 0, 1"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # torch is only needed to watch or evaluate a model
     from torch import nn
 
     from nbviz.analysis.profile import Profile
+    from nbviz.probes.merge import ProbeMeta
     from nbviz.probes.probe import Probe
 
 #: Largest class count whose full probability rows are kept (for top-k views).
@@ -151,6 +153,8 @@ class Run(RunView):
             self._writer = NullSink(path)  # type: ignore[assignment]
             super().__init__(path, must_exist=False)
             self._probes = []
+            self._probe_meta = None
+            self._layer_prefix = weakref.WeakKeyDictionary()
             self._last_step = {}
             self._class_names = list(class_names) if class_names is not None else None
             return
@@ -160,6 +164,9 @@ class Run(RunView):
         self._writer = Writer(path)
         super().__init__(path)
         self._probes: list[Probe] = []
+        self._probe_meta: ProbeMeta | None = None
+        # the layer-name prefix of each watched model (its probe's name=), for evaluate
+        self._layer_prefix: weakref.WeakKeyDictionary[nn.Module, str] = weakref.WeakKeyDictionary()
         self._last_step: dict[str, int] = {
             name: int(step)
             for name, step in self._q("SELECT name, max(step) FROM scalars GROUP BY name")
@@ -196,18 +203,36 @@ class Run(RunView):
 
         The probe is also a context manager; ``run.close()`` closes it.
         """
+        from nbviz.probes.merge import ProbeMeta
         from nbviz.probes.probe import Probe
 
+        name = options.get("name")
+        for other in self._probes:
+            other_model = other._model_ref()
+            if other.name == name and other_model is not None and other_model is not model:
+                label = "no name" if name is None else f"name={name!r}"
+                raise ValueError(
+                    f"watch: this run already watches a {type(other_model).__name__} under "
+                    f"{label}; give each model its own name so that their layers are told "
+                    "apart, e.g. run.watch(generator, name='G') and "
+                    "run.watch(discriminator, name='D') (or close the other probe first)"
+                )
         if "first_step" not in options:
             options["first_step"] = max(self._last_step.values(), default=-1) + 1
         options["dist"] = self._dist
-        probe = Probe(self._writer, model, on_close=self._forget_probe, **options)
+        if self._probe_meta is None:
+            self._probe_meta = ProbeMeta(self._writer)
+        sink = self._probe_meta.sink(name)
+        probe = Probe(sink, model, on_close=self._forget_probe, **options)
         self._probes.append(probe)
+        self._layer_prefix[model] = probe._prefix
         return probe
 
     def _forget_probe(self, probe: Probe) -> None:
         if probe in self._probes:
             self._probes.remove(probe)
+        if not probe.steps_seen:  # replaced before it saw a step: it describes nothing
+            probe._sink.discard()
 
     # ------------------------------------------------------------------ scalars
     def log(
@@ -436,14 +461,13 @@ class Run(RunView):
             result = gathered
         ids = result.ids if result.ids is not None else np.arange(len(result.labels))
         self.log_predictions(step, result.logits, result.labels, ids=ids, split=split)
+        prefix = self._layer_prefix.get(model, "")  # layers named as the model's probe names them
         if result.embeddings is not None:
-            self.log_embeddings(
-                step, result.embeddings, ids=ids, split=split, layer=result.embed_name
-            )
+            layer = prefix + result.embed_name if result.embed_name else None
+            self.log_embeddings(step, result.embeddings, ids=ids, split=split, layer=layer)
         if result.units is not None:
-            self.log_embeddings(
-                step, result.units, ids=ids, split=split, layer=result.units_name, kind="units"
-            )
+            layer = prefix + result.units_name if result.units_name else None
+            self.log_embeddings(step, result.units, ids=ids, split=split, layer=layer, kind="units")
         if samples and result.inputs is not None:
             self._writer.flush()
             if not len(self.sample_ids(split)):
@@ -503,7 +527,8 @@ class Run(RunView):
                 "returned a tensor for this sample (a model without submodules has no layers "
                 "to show); pass layers=... naming modules that do"
             )
-        self._writer.insert("captures", capture_rows(split, int(id), step, acts))
+        prefix = self._layer_prefix.get(model, "")  # layers named as the model's probe names them
+        self._writer.insert("captures", capture_rows(split, int(id), step, acts, prefix))
         self._writer.flush()
         return self.captures(int(id), split, step)
 

@@ -182,9 +182,12 @@ def _finite(value: float) -> float | None:
 
 
 def capture_rows(
-    split: str, id: int, step: int, layers: list[LayerActivation]
+    split: str, id: int, step: int, layers: list[LayerActivation], prefix: str = ""
 ) -> list[tuple[Any, ...]]:
-    """Rows of the ``captures`` table (its column order) for one sample's capture."""
+    """Rows of the ``captures`` table (its column order) for one sample's capture.
+
+    ``prefix`` starts each layer name (the ``name=`` of the probe watching the model).
+    """
     rows = []
     for position, a in enumerate(layers):
         summary = {
@@ -210,7 +213,7 @@ def capture_rows(
                 int(id),
                 int(step),
                 position,
-                a.name,
+                prefix + a.name,
                 a.type,
                 json.dumps(summary),
                 units,

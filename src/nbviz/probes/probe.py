@@ -117,7 +117,9 @@ class Probe:
     histogram bins, fixed per layer at its first capture; ``layers`` glob patterns / types /
     predicates selecting modules (default: all leaf modules but pass-throughs);
     ``signals`` any of ``"activations"``, ``"gradients"``, ``"weights"``;
-    ``optimizer`` marks step boundaries at ``optimizer.step()``;
+    ``optimizer`` marks step boundaries at ``optimizer.step()``; ``name`` prefixes
+    every layer and parameter name (``name="D"``: ``D.0``, ``D.0.weight``), which
+    tells apart two models watched in one run (a GAN's generator and discriminator);
     ``rank_shards`` (several ranks only) also writes each rank's own statistics
     to ``<run>/ranks/<rank>/``.
     """
@@ -137,19 +139,27 @@ class Probe:
         first_step: int = 0,
         on_close: Callable[[Probe], None] | None = None,
         replace: bool = False,
+        name: str | None = None,
         rank_shards: bool = False,
         dist: dd.RankContext | None = None,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"watch: expected a torch.nn.Module, got {type(model).__name__}")
-        for name, value in (("every", every), ("bins", bins)):
+        for option, value in (("every", every), ("bins", bins)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"watch: {name} must be a positive integer, got {value!r}")
+                raise ValueError(f"watch: {option} must be a positive integer, got {value!r}")
         hist_every = every if hist_every is None else hist_every
         if not isinstance(hist_every, int) or hist_every < 1 or hist_every % every:
             raise ValueError(
                 f"watch: hist_every must be a positive multiple of every={every}, "
                 f"got {hist_every!r}"
+            )
+        if name is not None and (
+            not isinstance(name, str) or not name.strip() or name != name.strip(". \t\n")
+        ):
+            raise ValueError(
+                f"watch: name must be a non-empty string without surrounding dots or spaces, "
+                f"such as 'D', got {name!r}"
             )
         params = list(model.named_parameters())
         lazy = [n for n, p in params if isinstance(p, nn.parameter.UninitializedParameter)]
@@ -183,6 +193,8 @@ class Probe:
         self._model_ref = weakref.ref(model)
         self.every, self.hist_every, self.bins = every, hist_every, bins
         self.signals = _normalise_signals(signals)
+        self.name = name
+        self._prefix = prefix = f"{name}." if name else ""
         self.compiled = _is_compiled(model)
         self.notes: list[str] = []
         self._module_notes: dict[str, str] = {}
@@ -201,17 +213,17 @@ class Probe:
             self.modules: list[tuple[str, nn.Module]] = []
         else:
             selection = select_modules(model, layers, max_layers)
-            self.modules = selection.modules
+            self.modules = [(prefix + n, m) for n, m in selection.modules]
             self.notes.extend(selection.notes)
         if empty:
             self.notes.append(f"parameters with no elements not recorded: {', '.join(empty)}")
         seen: set[int] = set()
         self.params: list[tuple[str, nn.Parameter]] = []
-        for name, p in params:
+        for pname, p in params:
             if id(p) in seen:
                 continue
             seen.add(id(p))
-            self.params.append((strip_wrapper_prefix(name), p))
+            self.params.append((prefix + strip_wrapper_prefix(pname), p))
         self.device = self.params[0][1].device
         if rank_shards and dist is None:
             raise ValueError(
@@ -241,10 +253,10 @@ class Probe:
             self._module_names = {n for n, _ in self.modules}
             seen_b: set[int] = set()
             self._buffers = []
-            for name, b in model.named_buffers():
+            for bname, b in model.named_buffers():
                 if b.is_floating_point() and id(b) not in seen_b:
                     seen_b.add(id(b))
-                    self._buffers.append((strip_wrapper_prefix(name), b))
+                    self._buffers.append((prefix + strip_wrapper_prefix(bname), b))
             self._divergence: dict[str, dict[str, Any]] = {}
             if rank_shards:
                 from nbviz.store import Writer
@@ -933,6 +945,7 @@ class Probe:
                     self._shapes,
                     {n for n, _ in self.modules},
                     self._module_notes,
+                    self._prefix,
                 ),
                 "forward_order": sorted(self._exec_order, key=self._exec_order.__getitem__),
             },

@@ -14,14 +14,17 @@ def model_summary(
     shapes: dict[str, list[int]],
     selected: set[str],
     notes: dict[str, str],
+    prefix: str = "",
 ) -> list[dict[str, Any]]:
     """One row per module in ``named_modules`` order (the declaration order).
 
     ``params`` counts the module's parameters including its children's;
-    ``own_params`` only those it holds itself.
+    ``own_params`` only those it holds itself. ``prefix`` starts every name (a
+    probe's ``name=``); ``shapes``, ``selected`` and ``notes`` use the prefixed names.
     """
     rows = []
-    for name, module in named_modules(model):
+    for local, module in named_modules(model):
+        name = prefix + local
         own = sum(p.numel() for p in module.parameters(recurse=False))
         total = sum(p.numel() for p in module.parameters())
         trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
@@ -29,7 +32,7 @@ def model_summary(
             {
                 "name": name,
                 "type": type(module).__name__,
-                "depth": name.count(".") + 1,
+                "depth": local.count(".") + 1,
                 "params": total,
                 "own_params": own,
                 "trainable": trainable,
