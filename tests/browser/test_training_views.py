@@ -202,3 +202,43 @@ def test_every_view_of_an_empty_run_shows_a_message_not_a_blank_box(nb, tmp_path
         expect(box.locator(".nbviz-message")).not_to_have_text("")
     nb.screenshot("empty-run")
     assert nb.console_errors == []
+
+
+def test_two_named_models_show_side_by_side_in_the_layer_browser(nb, tmp_path: Path) -> None:
+    nb.write(
+        "gan.ipynb",
+        [
+            "import torch, nbviz\n"
+            "from torch import nn\n"
+            "torch.manual_seed(0)\n"
+            "gen = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 8))\n"
+            "disc = nn.Sequential(nn.Linear(8, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))\n"
+            "opt_g = torch.optim.Adam(gen.parameters())\n"
+            "opt_d = torch.optim.Adam(disc.parameters())\n"
+            f"run = nbviz.Run({str(tmp_path / 'gan')!r})\n"
+            "run.watch(gen, name='G', every=2, optimizer=opt_g)\n"
+            "run.watch(disc, name='D', every=2, optimizer=opt_d)\n"
+            "sp = nn.functional.softplus\n"
+            "for step in range(10):\n"
+            "    fake = gen(torch.randn(16, 4))\n"
+            "    opt_d.zero_grad()\n"
+            "    d_loss = sp(-disc(torch.randn(16, 8))).mean() + sp(disc(fake.detach())).mean()\n"
+            "    d_loss.backward(); opt_d.step()\n"
+            "    opt_g.zero_grad(); g_loss = sp(-disc(fake)).mean()\n"
+            "    g_loss.backward(); opt_g.step()\n"
+            "    run.log(step, d_loss=d_loss, g_loss=g_loss)\n"
+            "run.flush()\n"
+            "lb = nbviz.LayerBrowser(run)\n"
+            "lb",
+        ],
+    )
+    nb.open("gan.ipynb")
+    nb.run_all()
+    page = nb.page
+    for layer in ("G.0", "G.1", "G.2", "D.0", "D.1", "D.2"):
+        expect(page.locator(f'.nbviz-lb-row[data-layer="{layer}"]')).to_have_count(1)
+    expect(page.locator('.nbviz-lb-row[data-layer="D.1"]')).to_contain_text("LeakyReLU")
+    page.locator('.nbviz-lb-row[data-layer="D.1"]').click()
+    wait_for_kernel(lambda: nb.kernel_eval("lb.selected_layer"), "'D.1'")
+    nb.screenshot("two-models")
+    assert nb.console_errors == []
