@@ -564,6 +564,7 @@ def test_two_models_in_one_run_are_told_apart_by_name(tmp_path):
             run.watch(disc, name=".D")
         run.watch(gen, name="G", replace=True, every=5, optimizer=opt_g)
         run.watch(disc, name="D", every=5, optimizer=opt_d)
+        seen = {}  # per step: norms of what each optimizer applied, and the weights after
         for step in range(11):
             fake = gen(torch.randn(16, 4))
             opt_d.zero_grad()
@@ -572,20 +573,34 @@ def test_two_models_in_one_run_are_told_apart_by_name(tmp_path):
             d_loss = d_loss + nn.functional.softplus(fake_score).mean()
             d_loss.backward()
             opt_d.step()
+            # the discriminator runs again, after its update and before the log
             opt_g.zero_grad()
             g_loss = nn.functional.softplus(-disc(fake)).mean()
             g_loss.backward()
             opt_g.step()
             run.log(step, d_loss=d_loss, g_loss=g_loss)
+            seen[step] = {
+                "D.0.weight": float(disc[0].weight.detach().norm()),
+                "G.0.weight": float(gen[0].weight.detach().norm()),
+                "G.0.weight grad": float(gen[0].weight.grad.norm()),
+            }
         run.flush()
         activations = run.stats("activation")
         weights = set(run.stats("weight")["layer"])
+        d_weight = run.stats("weight", layer="D.0.weight").set_index("step")["norm"]
+        g_weight = run.stats("weight", layer="G.0.weight").set_index("step")["norm"]
+        g_grad = run.stats("gradient", layer="G.0.weight").set_index("step")["norm"]
         layers = run.layers()
         probe_meta, model_meta = run.meta("probe"), run.meta("model")
     expected = {f"{m}.{i}" for m in "GD" for i in range(3)}
     assert set(activations["layer"]) == expected
     # each probe counts its own optimizer's steps: captures at the steps the loop logs
     assert sorted(set(activations["step"])) == [0, 5, 10]
+    # step k holds iteration k's update of each model (the log names the step just ended)
+    for k in (0, 5, 10):
+        assert d_weight[k] == pytest.approx(seen[k]["D.0.weight"], rel=1e-6)
+        assert g_weight[k] == pytest.approx(seen[k]["G.0.weight"], rel=1e-6)
+        assert g_grad[k] == pytest.approx(seen[k]["G.0.weight grad"], rel=1e-6)
     assert {"G.0.weight", "G.2.bias", "D.0.weight", "D.2.bias"} <= weights
     assert set(layers["name"]) == expected and set(layers["depth"]) == {1}
     assert layers.set_index("name").loc["D.1", "type"] == "LeakyReLU"

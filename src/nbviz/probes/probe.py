@@ -16,7 +16,10 @@ mode are not training steps and are ignored.
 Each step is tagged with the number the loop passes to ``run.log(step, ...)`` for
 it: the first ``run.log`` after the step's forward names it, and the next step is
 expected to be that number plus one. A loop that never calls ``run.log`` gets
-steps 0, 1, 2, ... A step is *captured* when its number is a multiple of
+steps 0, 1, 2, ... A log that comes only after the model's next forward (a
+GAN's discriminator runs again in the generator's pass, after its own update)
+names the step that forward ended, when its number is the one predicted for it.
+A step is *captured* when its number is a multiple of
 ``every``; histograms are taken every ``hist_every`` steps (a multiple of
 ``every``). Whatever the period, the non-finite sentinel runs on every step.
 
@@ -315,6 +318,7 @@ class Probe:
         self._open = False  # a training step is in progress
         self._tag = first_step
         self._tagged = False
+        self._ended_unnamed: int | None = None  # the last step, ended before a log named it
         self._backward_done = False
         self._optimizer_stepped = False
         self._active = False  # inside a training forward of the root
@@ -406,8 +410,15 @@ class Probe:
 
     # ------------------------------------------------------------ step logic
     def _on_log(self, step: int) -> None:
-        """Called by ``run.log(step, ...)``: names the step in progress."""
-        if self.closed or not self._open or self._tagged:
+        """Called by ``run.log(step, ...)``: names the step in progress.
+
+        Unless it names the step that has just ended unnamed, as that step's number
+        was predicted: a loop whose model runs again after its update and before the
+        log (a GAN's discriminator, in the generator's pass) logs the step just
+        ended, not the one that pass opened.
+        """
+        just_ended, self._ended_unnamed = self._ended_unnamed, None
+        if self.closed or not self._open or self._tagged or step == just_ended:
             return
         self._tag = step
         self._tagged = True
@@ -477,6 +488,7 @@ class Probe:
         self._open = False
         if not self._tagged:
             self._next_step = self._tag + 1
+        self._ended_unnamed = None if self._tagged else self._tag
         self._counter_tags[self._counter] = self._tag
         self._sentinel.commit(self._counter)
         capture, self._capture = self._capture, None
