@@ -230,6 +230,30 @@ def test_close_removes_every_hook(kind, tmp_path):
         run.watch(model).close()
 
 
+def test_a_copy_of_a_watched_model_is_not_watched(tmp_path):
+    """deepcopy (an EMA or best-model snapshot) and torch.save(model) work while watched."""
+    import io
+
+    torch.manual_seed(0)
+    model = mlp()
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, every=1)
+        train(model, 2)
+        snapshot = copy.deepcopy(model)
+        saved = io.BytesIO()
+        torch.save(model, saved)
+        saved.seek(0)
+        loaded = torch.load(saved, weights_only=False)
+        seen = probe.steps_seen
+        for copied in (snapshot, loaded):
+            train(copied, 3)  # trains the copies, not the watched model
+            x = torch.randn(4, 12)
+            assert torch.equal(copied(x), copied(x))
+        assert probe.steps_seen == seen
+        train(model, 1)
+        assert probe.steps_seen == seen + 1
+
+
 def test_with_block_closes_the_probe(tmp_path):
     model = mlp()
     with nbviz.Run(tmp_path / "run") as run:

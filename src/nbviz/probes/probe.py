@@ -332,8 +332,8 @@ class Probe:
         self.captures = 0
 
         # --- hooks --------------------------------------------------------------
-        self._handles.append(root.register_forward_pre_hook(self._on_root_pre))
-        self._handles.append(root.register_forward_hook(self._on_root_post))
+        self._handles.append(root.register_forward_pre_hook(_Hook(self._on_root_pre)))
+        self._handles.append(root.register_forward_hook(_Hook(self._on_root_post)))
         for name, module in self.modules:
             slot = self._act_slots[name]
             kind = self._keeps_finite.get(slot)
@@ -341,10 +341,10 @@ class Probe:
                 hook = partial(self._on_output, name, slot)
             else:
                 hook = partial(self._on_kept_output, name, slot, kind)
-            self._handles.append(module.register_forward_hook(hook))
+            self._handles.append(module.register_forward_hook(_Hook(hook)))
         self._optimizer = optimizer
         if optimizer is not None:
-            self._handles.append(optimizer.register_step_post_hook(self._on_optimizer_step))
+            self._handles.append(optimizer.register_step_post_hook(_Hook(self._on_optimizer_step)))
         _WATCHED[model] = self
         self._write_config()
         if dist is not None:
@@ -963,6 +963,37 @@ class Probe:
             },
         )
         self._summary_written = bool(self._shapes) or force
+
+
+def _noop(*args: Any) -> None:
+    """What a probe's hook becomes in a copy of the model: nothing."""
+
+
+class _Hook:
+    """A probe's hook on a module or an optimizer, inert in a copy of it.
+
+    ``copy.deepcopy(model)`` (an EMA or best-model snapshot) and ``torch.save(model)``
+    copy the hooks with the model: the copy must not be recorded as the watched
+    model, nor carry the probe and its run along (which cannot be copied).
+    """
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+    def __deepcopy__(self, memo: dict) -> Callable[..., None]:
+        return _noop
+
+    def __reduce__(self) -> tuple[Callable[[], Callable[..., None]], tuple]:
+        return _inert, ()  # unpickled as _noop
+
+
+def _inert() -> Callable[..., None]:
+    return _noop
 
 
 def _json(value: Any) -> str:
