@@ -640,14 +640,33 @@ def test_evaluate_names_layers_as_the_models_probe_does(tmp_path):
     with nbviz.Run(tmp_path / "run") as run:
         run.watch(model, name="net")
         run.evaluate(0, model, [(x, y)], units_layer="1")
+        run.evaluate(0, model, [(x, y)], units_layer="net.3", split="test")  # as views name it
         run.capture(model, x[0], id=3)
         run.flush()
         embeddings = run.embedding_layers("val", kind="embedding")
         units = run.embedding_layers("val", kind="units")
+        test_units = run.embedding_layers("test", kind="units")
         captured = list(run.captures(3, "val", 0)["layer"])
     # the embedding is the input of the last Linear ("4"); the units those of the ReLU
-    assert (embeddings, units) == (["net.4"], ["net.1"])
+    assert (embeddings, units, test_units) == (["net.4"], ["net.1"], ["net.3"])
     assert captured == [f"net.{i}" for i in range(5)]
+
+
+def test_a_rebuilt_model_takes_over_its_name_with_replace(tmp_path):
+    with nbviz.Run(tmp_path / "run") as run:
+        old = mlp()  # still alive, as in a notebook's Out[...]
+        first = run.watch(old, name="net")
+        with pytest.raises(ValueError, match="under name='net'.*replace=True"):
+            run.watch(mlp(), name="net")
+        rebuilt = mlp()
+        second = run.watch(rebuilt, name="net", replace=True)
+        assert first.closed and not second.closed
+        train(old, 1)  # no longer watched
+        train(rebuilt, 2)
+        run.flush()
+        layers = set(run.stats("activation")["layer"])
+        assert second.steps_seen == 2
+    assert layers == {"net.0", "net.1", "net.2", "net.3", "net.4"}
 
 
 def test_bad_watch_arguments_name_the_value(tmp_path):
@@ -669,7 +688,7 @@ def test_bad_watch_arguments_name_the_value(tmp_path):
         run.watch(lazy).close()
 
 
-def test_unusual_parameters_and_batches_are_recorded_as_such(tmp_path):
+def test_unusual_parameters_and_batches_are_recorded_as_such(tmp_path, read_path):
     """Sparse and complex gradients, empty parameters and empty batches: recorded or
     skipped with a note, never a crash."""
 
@@ -683,21 +702,22 @@ def test_unusual_parameters_and_batches_are_recorded_as_such(tmp_path):
 
         def forward(self, ids):
             x = self.emb(ids).mean(dim=1)
-            return self.head((x.cfloat() @ self.rot).abs())
+            return self.head((x.cfloat() @ self.rot.conj()).abs())  # a conjugate view
 
     torch.manual_seed(0)
     model = Unusual()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    grads = {}
+    grads, rot_norms = {}, {}
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=1)
-        for step in range(4):
-            batch = 0 if step == 2 else 6  # step 2's batch is empty
+        probe = run.watch(model, every=3)  # steps 1, 2, 4 take the sentinel's path alone
+        for step in range(5):
+            batch = 0 if step in (2, 3) else 6  # empty batches: a capture step and another
             opt.zero_grad()
             loss = model(torch.randint(0, 30, (batch, 5))).sum()
             loss.backward()
             grads[step] = model.emb.weight.grad.to_dense().double().numpy()
             opt.step()
+            rot_norms[step] = float(torch.linalg.vector_norm(model.rot.detach()))
             run.log(step, train_loss=loss)
         probe.close()
         run.flush()
@@ -715,9 +735,10 @@ def test_unusual_parameters_and_batches_are_recorded_as_such(tmp_path):
     # a complex weight: its real and imaginary parts, so its norm is the complex norm
     w = rot[rot["step"] == 3].iloc[0]
     assert w["count"] == 2 * 16
-    assert w["norm"] == pytest.approx(float(torch.linalg.vector_norm(model.rot.detach())), rel=1e-5)
+    assert w["norm"] == pytest.approx(rot_norms[3], rel=1e-5)
     # an empty batch has no activations to show; the steps around it do
-    assert sorted(head["step"]) == [0, 1, 3]
+    assert sorted(head["step"]) == [0]  # step 3 was captured, but its batch was empty
+    assert sorted(rot["step"]) == [0, 3]  # weights are recorded all the same
 
 
 def test_layer_patterns_take_globs_and_types(tmp_path):

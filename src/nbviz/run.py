@@ -201,22 +201,30 @@ class Run(RunView):
     def watch(self, model: nn.Module, **options: Any) -> Probe:
         """Attach a probe to ``model`` (see :class:`nbviz.Probe` for the options).
 
-        The probe is also a context manager; ``run.close()`` closes it.
+        The probe is also a context manager; ``run.close()`` closes it. Several
+        models in one run need a ``name=`` each (their layers are recorded as
+        ``name.layer``); another model under a name already watched is an error,
+        or with ``replace=True`` takes over from it.
         """
         from nbviz.probes.merge import ProbeMeta
         from nbviz.probes.probe import Probe
 
         name = options.get("name")
-        for other in self._probes:
+        for other in list(self._probes):
             other_model = other._model_ref()
-            if other.name == name and other_model is not None and other_model is not model:
-                label = "no name" if name is None else f"name={name!r}"
-                raise ValueError(
-                    f"watch: this run already watches a {type(other_model).__name__} under "
-                    f"{label}; give each model its own name so that their layers are told "
-                    "apart, e.g. run.watch(generator, name='G') and "
-                    "run.watch(discriminator, name='D') (or close the other probe first)"
-                )
+            if other.name != name or other_model is None or other_model is model:
+                continue  # the same model: the probe replaces or refuses itself
+            if options.get("replace"):
+                other.close()  # a model rebuilt (a notebook cell run again)
+                continue
+            label = "no name" if name is None else f"name={name!r}"
+            raise ValueError(
+                f"watch: this run already watches a {type(other_model).__name__} under "
+                f"{label}; give each model its own name so that their layers are told "
+                "apart, e.g. run.watch(generator, name='G') and "
+                "run.watch(discriminator, name='D'), or pass replace=True to stop "
+                "watching the other one (a model rebuilt in a notebook)"
+            )
         if "first_step" not in options:
             options["first_step"] = max(self._last_step.values(), default=-1) + 1
         options["dist"] = self._dist
@@ -231,7 +239,7 @@ class Run(RunView):
     def _forget_probe(self, probe: Probe) -> None:
         if probe in self._probes:
             self._probes.remove(probe)
-        if not probe.steps_seen:  # replaced before it saw a step: it describes nothing
+        if not probe.steps_seen:  # closed before it saw a step: it describes nothing
             probe._sink.discard()
 
     # ------------------------------------------------------------------ scalars
@@ -444,6 +452,15 @@ class Run(RunView):
 
         step = rec.check_step(step, "evaluate")
         split = _check_split(split, "evaluate")
+        prefix = self._layer_prefix.get(model, "")  # layers named as the model's probe names them
+        if prefix:  # "D.1", as the views name it, is the model's "1"
+            own = dict(model.named_modules())
+            embed_layer, units_layer = (
+                x[len(prefix) :]
+                if isinstance(x, str) and x.startswith(prefix) and x not in own
+                else x
+                for x in (embed_layer, units_layer)
+            )
         result = run_evaluation(model, loader, embed_layer, units_layer, max_samples)
         metrics = None
         if self._dist is not None:  # every rank's samples, once, onto rank 0
@@ -461,7 +478,6 @@ class Run(RunView):
             result = gathered
         ids = result.ids if result.ids is not None else np.arange(len(result.labels))
         self.log_predictions(step, result.logits, result.labels, ids=ids, split=split)
-        prefix = self._layer_prefix.get(model, "")  # layers named as the model's probe names them
         if result.embeddings is not None:
             layer = prefix + result.embed_name if result.embed_name else None
             self.log_embeddings(step, result.embeddings, ids=ids, split=split, layer=layer)

@@ -68,6 +68,8 @@ class ProbeSink:
         self._meta.discard(self)
 
     def __getattr__(self, attr: str) -> Any:  # run_dir, flush, ...
+        if attr.startswith("__") or "_meta" not in self.__dict__:
+            raise AttributeError(attr)  # copy/pickle protocol lookups, a half-built object
         return getattr(self._meta._writer, attr)
 
 

@@ -82,7 +82,7 @@ def real_view(x: torch.Tensor) -> torch.Tensor:
     Its statistics and histograms are then those of the components: the norm is
     the complex norm, and a NaN in either part is counted.
     """
-    return torch.view_as_real(x) if x.is_complex() else x
+    return torch.view_as_real(x.resolve_conj()) if x.is_complex() else x
 
 
 def _float(x: torch.Tensor) -> torch.Tensor:
