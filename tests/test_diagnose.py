@@ -190,6 +190,35 @@ def test_a_16_layer_sigmoid_mlp_has_vanishing_gradients(every, tmp_path):
     assert "exploding_gradients" not in set(findings["check"])
 
 
+def test_depth_checks_compare_layers_within_each_model_of_a_run(tmp_path):
+    """Three models in one run: a 16-layer sigmoid MLP vanishes; a small model trained
+    on a far smaller loss, watched before a healthy one, does not."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 16)
+    y = (x[:, 0] > 0).long()
+    models = {
+        "small": (mlp(16, 32, 2), 1e-5),
+        "deep": (mlp(16, *([32] * 15), 2, act=nn.Sigmoid), 1.0),
+        "healthy": (mlp(16, 64, 64, 2), 1.0),
+    }
+    opts = {name: torch.optim.SGD(m.parameters(), lr=0.1) for name, (m, _) in models.items()}
+    with nbviz.Run(tmp_path / "run") as run:
+        for name, (model, _) in models.items():
+            run.watch(model, name=name, every=1)
+        for step in range(30):
+            for name, (model, scale) in models.items():
+                opts[name].zero_grad()
+                loss = scale * nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                opts[name].step()
+            run.log(step, train_loss=loss)
+        run.flush()
+        findings = run.diagnose()
+    row = only(findings, "vanishing_gradients")
+    assert row["layer"] == "deep.fc1"
+    assert all(layer.startswith("deep.") for layer in row["evidence"]["layers"])
+
+
 # ------------------------------------------------------- exploding gradients
 @EVERY
 def test_a_learning_rate_raised_past_stability_explodes_the_gradients(every, tmp_path):

@@ -88,7 +88,8 @@ def _merge_model(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def _merge_probe(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
     first = next(iter(parts.values()))
     return {
-        **first,  # every, hist_every, bins, signals, device: the first probe's
+        **first,  # every, hist_every, bins, device: the first probe's
+        "signals": list(dict.fromkeys(x for v in parts.values() for x in v.get("signals", []))),
         "layers": [n for v in parts.values() for n in v.get("layers", [])],
         "params": [p for v in parts.values() for p in v.get("params", [])],
         "compiled": any(v.get("compiled") for v in parts.values()),

@@ -32,6 +32,7 @@ well-converged run are small everywhere, and this does not trip on that.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -89,11 +90,23 @@ def _relative(
     return grads, rel, weights, params
 
 
-def _after_max(rel: np.ndarray) -> np.ndarray:
-    """For each column, the largest value among the columns after it (NaN for the last)."""
-    flipped = np.fmax.accumulate(rel[:, ::-1], axis=1)[:, ::-1]
+def _after_max(rel: np.ndarray, groups: Sequence[str] | None = None) -> np.ndarray:
+    """For each column, the largest value among the columns after it (NaN for the last).
+
+    ``groups``: per column, the model it belongs to; columns are compared only with
+    later ones of their own model (a GAN's generator is not "before" its
+    discriminator). Each group's columns must be in depth order.
+    """
     out = np.full_like(rel, np.nan)
-    out[:, :-1] = flipped[:, 1:]
+    if groups is None:
+        groups = [""] * rel.shape[1]
+    for group in dict.fromkeys(groups):
+        cols = [j for j, g in enumerate(groups) if g == group]
+        part = rel[:, cols]
+        flipped = np.fmax.accumulate(part[:, ::-1], axis=1)[:, ::-1]
+        after = np.full_like(part, np.nan)
+        after[:, :-1] = flipped[:, 1:]
+        out[:, cols] = after
     return out
 
 
@@ -107,7 +120,7 @@ def check_vanishing(run: Any) -> list[Finding]:
         return []
     values = rel.to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = values / _after_max(values)
+        ratio = values / _after_max(values, [lay.model_of(p) for p in params])
     steps = rel.index.to_numpy(dtype=np.int64)
     window = min(WINDOW, len(steps))
     median = nanmedian(ratio[-window:], axis=0)
@@ -187,7 +200,7 @@ def check_exploding(run: Any) -> list[Finding]:
     # by depth: a layer far above every layer after it
     if len(params) >= 2:
         with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = r / _after_max(r)
+            ratio = r / _after_max(r, [lay.model_of(p) for p in params])
         window = min(WINDOW, len(steps))
         if np.isfinite(ratio[-window:]).any():
             median = nanmedian(ratio[-window:], axis=0)

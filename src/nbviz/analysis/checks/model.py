@@ -32,6 +32,8 @@ class ModelLayout:
     params: list[Param]
     signals: tuple[str, ...]
     every: int | None
+    #: the names of the run's probes (``run.watch(..., name=)``): "" for one unnamed
+    models: tuple[str, ...] = ("",)
 
     def depth(self, module: str) -> int:
         """Position of ``module`` in the forward pass (unknown modules after all known ones)."""
@@ -52,6 +54,13 @@ class ModelLayout:
             if p.name == name:
                 return p
         return None
+
+    def model_of(self, name: str) -> str:
+        """Which watched model a module or parameter belongs to ("" for an unnamed one)."""
+        for model in self.models:
+            if model and name.startswith(model + "."):
+                return model
+        return ""
 
     def params_by_depth(self, matrices_only: bool = False) -> list[Param]:
         """Parameters ordered input to output (definition order where depth is unknown).
@@ -96,6 +105,7 @@ def layout(run: Any) -> ModelLayout | None:
         params=params,
         signals=tuple(probe.get("signals", ())),
         every=probe.get("every"),
+        models=tuple(p.get("name", "") for p in probe.get("probes", [])) or ("",),
     )
 
 
