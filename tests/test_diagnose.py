@@ -219,6 +219,15 @@ def test_depth_checks_compare_layers_within_each_model_of_a_run(tmp_path):
     assert all(layer.startswith("deep.") for layer in row["evidence"]["layers"])
 
 
+def test_a_layer_belongs_to_the_longest_model_name_it_starts_with():
+    from nbviz.analysis.checks.model import ModelLayout
+
+    lay = ModelLayout([], {}, [], (), None, models=("G", "G.ema", ""))
+    assert lay.model_of("G.ema.0.weight") == "G.ema"
+    assert lay.model_of("G.0.weight") == "G"
+    assert lay.model_of("Gx.0") == lay.model_of("fc1") == ""
+
+
 # ------------------------------------------------------- exploding gradients
 @EVERY
 def test_a_learning_rate_raised_past_stability_explodes_the_gradients(every, tmp_path):

@@ -354,6 +354,7 @@ def test_gradient_accumulation_counts_optimizer_steps(tmp_path):
             opt.zero_grad()
             for x, y in data[3 * step : 3 * step + 3]:  # 3 micro-batches per step
                 nn.functional.cross_entropy(model(x), y).backward()
+                run.flush()  # a flush between micro-batches ends no step
             opt.step()
             run.log(step, train_loss=1.0)
         probe.close()
@@ -362,6 +363,30 @@ def test_gradient_accumulation_counts_optimizer_steps(tmp_path):
     assert list(act["step"]) == [0, 1, 2, 3]
     assert (act["count"] == 3 * 8 * 32).all()  # the three micro-batches together
     assert list(grad["step"]) == [0, 1, 2, 3]
+
+
+def test_logged_numbers_take_over_from_an_extra_training_pass(tmp_path):
+    """One forward and backward outside the loop (a check that backward works) puts
+    the probe's count one ahead; the loop's logs bring the numbers back."""
+    torch.manual_seed(0)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    weights = {}
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(model, every=5)
+        check = nn.functional.cross_entropy(model(torch.randn(4, 12)), torch.tensor([0, 1, 2, 3]))
+        check.backward()
+        opt.zero_grad()
+        for step, (x, y) in enumerate(batches(11)):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            run.log(step, train_loss=1.0)
+            weights[step] = float(model[0].weight.detach().norm())
+        run.flush()
+        recorded = run.stats("weight", layer="0.weight").set_index("step")["norm"]
+    assert recorded[5] == pytest.approx(weights[5], rel=1e-6)
+    assert recorded[10] == pytest.approx(weights[10], rel=1e-6)
 
 
 def test_module_used_twice_is_aggregated_over_its_calls(tmp_path):
@@ -574,7 +599,8 @@ def test_watching_twice_is_an_error_unless_replaced(tmp_path):
         assert first.closed and not second.closed
 
 
-def test_two_models_in_one_run_are_told_apart_by_name(tmp_path):
+@pytest.mark.parametrize("logs", ["at_the_end", "after_each_update", "twice_at_the_end"])
+def test_two_models_in_one_run_are_told_apart_by_name(tmp_path, logs):
     """A GAN: generator and discriminator watched in one run, each under its name."""
     torch.manual_seed(0)
     gen = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 8))
@@ -597,12 +623,20 @@ def test_two_models_in_one_run_are_told_apart_by_name(tmp_path):
             d_loss = d_loss + nn.functional.softplus(fake_score).mean()
             d_loss.backward()
             opt_d.step()
+            if logs == "after_each_update":
+                run.log(step, d_loss=d_loss)
             # the discriminator runs again, after its update and before the log
             opt_g.zero_grad()
             g_loss = nn.functional.softplus(-disc(fake)).mean()
             g_loss.backward()
             opt_g.step()
-            run.log(step, d_loss=d_loss, g_loss=g_loss)
+            if logs == "at_the_end":
+                run.log(step, d_loss=d_loss, g_loss=g_loss)
+            elif logs == "twice_at_the_end":
+                run.log(step, d_loss=d_loss)
+                run.log(step, g_loss=g_loss)
+            else:
+                run.log(step, g_loss=g_loss)
             seen[step] = {
                 "D.0.weight": float(disc[0].weight.detach().norm()),
                 "G.0.weight": float(gen[0].weight.detach().norm()),
@@ -659,6 +693,9 @@ def test_a_rebuilt_model_takes_over_its_name_with_replace(tmp_path):
         with pytest.raises(ValueError, match="under name='net'.*replace=True"):
             run.watch(mlp(), name="net")
         rebuilt = mlp()
+        with pytest.raises(ValueError, match="every must be a positive integer"):
+            run.watch(rebuilt, name="net", replace=True, every=0)
+        assert not first.closed  # a refused watch leaves the other probe as it was
         second = run.watch(rebuilt, name="net", replace=True)
         assert first.closed and not second.closed
         train(old, 1)  # no longer watched

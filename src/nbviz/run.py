@@ -210,12 +210,13 @@ class Run(RunView):
         from nbviz.probes.probe import Probe
 
         name = options.get("name")
+        taken_over = []
         for other in list(self._probes):
             other_model = other._model_ref()
             if other.name != name or other_model is None or other_model is model:
                 continue  # the same model: the probe replaces or refuses itself
             if options.get("replace"):
-                other.close()  # a model rebuilt (a notebook cell run again)
+                taken_over.append(other)  # a model rebuilt (a notebook cell run again)
                 continue
             label = "no name" if name is None else f"name={name!r}"
             raise ValueError(
@@ -232,6 +233,8 @@ class Run(RunView):
             self._probe_meta = ProbeMeta(self._writer)
         sink = self._probe_meta.sink(name)
         probe = Probe(sink, model, on_close=self._forget_probe, **options)
+        for other in taken_over:  # once the new probe is in place (its options were valid)
+            other.close()
         self._probes.append(probe)
         self._layer_prefix[model] = probe._prefix
         return probe

@@ -318,7 +318,7 @@ class Probe:
         self._open = False  # a training step is in progress
         self._tag = first_step
         self._tagged = False
-        self._ended_unnamed: int | None = None  # the last step, ended before a log named it
+        self._last_ended: int | None = None  # the number of the step that ended last
         self._backward_done = False
         self._optimizer_stepped = False
         self._active = False  # inside a training forward of the root
@@ -338,10 +338,10 @@ class Probe:
             slot = self._act_slots[name]
             kind = self._keeps_finite.get(slot)
             if kind is None:
-                hook = partial(self._on_output, name, slot)
+                hook = _Hook(self._on_output, name, slot)
             else:
-                hook = partial(self._on_kept_output, name, slot, kind)
-            self._handles.append(module.register_forward_hook(_Hook(hook)))
+                hook = _Hook(self._on_kept_output, name, slot, kind)
+            self._handles.append(module.register_forward_hook(hook))
         self._optimizer = optimizer
         if optimizer is not None:
             self._handles.append(optimizer.register_step_post_hook(_Hook(self._on_optimizer_step)))
@@ -390,8 +390,10 @@ class Probe:
             # ranks may flush at different times: nothing here may communicate
             self._sentinel.commit(self._counter)
             return
-        if self._open and self._backward_done:
-            self._finish_step()
+        if self._open and (
+            self._optimizer_stepped if self._optimizer is not None else self._backward_done
+        ):
+            self._finish_step()  # complete: nothing more can join it
         self._sentinel.commit(self._counter)
         self._report_nonfinite(force=True)
 
@@ -412,13 +414,15 @@ class Probe:
     def _on_log(self, step: int) -> None:
         """Called by ``run.log(step, ...)``: names the step in progress.
 
-        Unless it names the step that has just ended unnamed, as that step's number
-        was predicted: a loop whose model runs again after its update and before the
-        log (a GAN's discriminator, in the generator's pass) logs the step just
-        ended, not the one that pass opened.
+        With ``optimizer=``, a log of the step that ended last, arriving before the
+        step in progress has had its own ``optimizer.step()``, is about the one that
+        ended: a loop whose model runs again after its update and before the log (a
+        GAN's discriminator, in the generator's pass) logs that update, not the step
+        the extra pass opened.
         """
-        just_ended, self._ended_unnamed = self._ended_unnamed, None
-        if self.closed or not self._open or self._tagged or step == just_ended:
+        if self.closed or not self._open or self._tagged:
+            return
+        if self._optimizer is not None and not self._optimizer_stepped and step == self._last_ended:
             return
         self._tag = step
         self._tagged = True
@@ -488,7 +492,7 @@ class Probe:
         self._open = False
         if not self._tagged:
             self._next_step = self._tag + 1
-        self._ended_unnamed = None if self._tagged else self._tag
+        self._last_ended = self._tag
         self._counter_tags[self._counter] = self._tag
         self._sentinel.commit(self._counter)
         capture, self._capture = self._capture, None
@@ -969,21 +973,14 @@ def _noop(*args: Any) -> None:
     """What a probe's hook becomes in a copy of the model: nothing."""
 
 
-class _Hook:
+class _Hook(partial):
     """A probe's hook on a module or an optimizer, inert in a copy of it.
 
     ``copy.deepcopy(model)`` (an EMA or best-model snapshot) and ``torch.save(model)``
     copy the hooks with the model: the copy must not be recorded as the watched
-    model, nor carry the probe and its run along (which cannot be copied).
+    model, nor carry the probe and its run along (which cannot be copied). A
+    ``partial``, so that calling it adds no Python frame to the hot path.
     """
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-
-    def __call__(self, *args: Any) -> Any:
-        return self.fn(*args)
 
     def __deepcopy__(self, memo: dict) -> Callable[..., None]:
         return _noop

@@ -57,10 +57,8 @@ class ModelLayout:
 
     def model_of(self, name: str) -> str:
         """Which watched model a module or parameter belongs to ("" for an unnamed one)."""
-        for model in self.models:
-            if model and name.startswith(model + "."):
-                return model
-        return ""
+        owners = [m for m in self.models if m and name.startswith(m + ".")]
+        return max(owners, key=len, default="")  # "G.ema" before "G"
 
     def params_by_depth(self, matrices_only: bool = False) -> list[Param]:
         """Parameters ordered input to output (definition order where depth is unknown).
