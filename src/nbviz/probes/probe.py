@@ -16,9 +16,10 @@ mode are not training steps and are ignored.
 Each step is tagged with the number the loop passes to ``run.log(step, ...)`` for
 it: the first ``run.log`` after the step's forward names it, and the next step is
 expected to be that number plus one. A loop that never calls ``run.log`` gets
-steps 0, 1, 2, ... A log that comes only after the model's next forward (a
-GAN's discriminator runs again in the generator's pass, after its own update)
-names the step that forward ended, when its number is the one predicted for it.
+steps 0, 1, 2, ... With ``optimizer=``, a log that comes after the model's
+next forward but before that step's own update (a GAN's discriminator runs again
+in the generator's pass) names the step that ended, when its number is that
+step's.
 A step is *captured* when its number is a multiple of
 ``every``; histograms are taken every ``hist_every`` steps (a multiple of
 ``every``). Whatever the period, the non-finite sentinel runs on every step.
