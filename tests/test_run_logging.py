@@ -111,3 +111,52 @@ def test_overwrite_starts_a_run_afresh(tmp_path) -> None:
         run.log(0, train_loss=2.0)
         assert run.config == {}
         assert run.scalars()["step"].tolist() == [0]
+
+
+def test_a_binary_models_single_logit_is_read_as_two_classes(tmp_path):
+    torch.manual_seed(0)
+    z = torch.randn(20, 1) * 3
+    y = torch.randint(0, 2, (20,))
+    model = torch.nn.Linear(5, 1)
+    x = torch.randn(20, 5)
+    with nbviz.Run(tmp_path / "run") as run:
+        run.log_predictions(0, z, y)
+        squeezed = torch.nn.Sequential(model, torch.nn.Flatten(0))  # (N,) as BCE loops do
+        metrics = run.evaluate(1, squeezed, [(x, y)], split="test", samples=False)
+        with pytest.raises(ValueError, match="label 2 with one logit per sample"):
+            run.log_predictions(2, z, torch.full((20,), 2))
+        preds = run.predictions(split="val")
+    bce = torch.nn.functional.binary_cross_entropy_with_logits(z[:, 0], y.float(), reduction="none")
+    sigmoid = torch.sigmoid(z[:, 0])
+    np.testing.assert_allclose(preds["loss"], bce.numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(preds["pred"], (z[:, 0] > 0).long().numpy())
+    np.testing.assert_allclose(
+        preds["confidence"], torch.maximum(sigmoid, 1 - sigmoid).numpy(), rtol=1e-5
+    )
+    with torch.no_grad():
+        logit = model(x)[:, 0]
+    expected = torch.nn.functional.binary_cross_entropy_with_logits(logit, y.float())
+    assert metrics["test_loss"] == pytest.approx(float(expected), rel=1e-5)
+    accuracy = float(((logit > 0).long() == y).float().mean())
+    assert metrics["test_accuracy"] == pytest.approx(accuracy)
+
+
+def test_a_table_of_any_columns_is_logged_row_by_row_as_text(tmp_path):
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {"age": [31, 58], "city": ["Lyon", "<b>Oslo</b>"], "bmi": [22.5, 0.1 + 0.2]}
+    )
+    with nbviz.Run(tmp_path / "run") as run:
+        run.log_samples(table, labels=[0, 1], ids=[10, 11])
+        run.log_samples([{"word": "cat"}, {"word": "dog", "n": 2}], ids=[0, 1], split="dicts")
+        with pytest.raises(ValueError, match="a table's rows are text samples, not kind='image'"):
+            run.log_samples(table, ids=[10, 11], split="bad", kind="image")
+        rows = run.samples(split="val")
+        dicts = run.samples(split="dicts")
+    assert list(rows["kind"]) == ["text", "text"]
+    assert list(rows["text"]) == [
+        "age: 31\ncity: Lyon\nbmi: 22.5",
+        "age: 58\ncity: <b>Oslo</b>\nbmi: 0.3",
+    ]
+    assert list(dicts["text"]) == ["word: cat", "word: dog\nn: 2"]

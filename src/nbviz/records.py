@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -130,18 +130,30 @@ def predictions_from(
     """``(pred, loss, confidence, probs)`` from logits ``(N, C)`` or predicted classes ``(N,)``.
 
     From logits: softmax probabilities, cross-entropy per sample, confidence = top
-    probability. From classes alone: loss and confidence are NaN.
+    probability. ``(N, 1)`` logits are a binary model's single logit (the
+    ``BCEWithLogitsLoss`` kind): read as the two classes' logits ``[0, z]``, whose
+    softmax is ``[1 - sigmoid(z), sigmoid(z)]`` and whose cross-entropy is the
+    binary one. From classes alone: loss and confidence are NaN.
     """
     arr = to_numpy(logits_or_preds, f"{what}: logits_or_preds")
     if arr.ndim == 2:
         if arr.dtype.kind not in "fiu":
             raise TypeError(f"{what}: logits must be numeric, got dtype {arr.dtype}")
         logits = arr.astype(np.float64)
+        single = logits.shape[1] == 1
+        if single:
+            logits = np.concatenate([np.zeros_like(logits), logits], axis=1)
         probs = softmax(logits.copy())
         pred = probs.argmax(axis=1).astype(np.int64)
         confidence = probs.max(axis=1)
         if labels is not None:
             if labels.shape[0] and labels.max() >= probs.shape[1]:
+                if single:
+                    raise ValueError(
+                        f"{what}: label {int(labels.max())} with one logit per sample: a "
+                        "single logit is read as a binary model's (labels 0 and 1); give "
+                        "one logit per class for more classes"
+                    )
                 raise ValueError(
                     f"{what}: label {int(labels.max())} is out of range for logits with "
                     f"{probs.shape[1]} classes"
@@ -158,7 +170,7 @@ def predictions_from(
         ):
             raise TypeError(
                 f"{what}: a 1-d logits_or_preds must hold predicted class indices, got dtype "
-                f"{arr.dtype}"
+                f"{arr.dtype}; for a binary model's single logit per sample, pass shape (N, 1)"
             )
         pred = arr.astype(np.int64)
         nan = np.full(len(pred), np.nan)
@@ -206,10 +218,18 @@ def sample_rows(
     """Rows ``(kind, payload, dtype, shape, text)`` for each sample, and their count.
 
     ``kind`` None guesses: a sequence of strings is text, an array of rank >= 3 is
-    images (N, H, W[, C]) or (N, C, H, W), rank 2 is tabular rows.
+    images (N, H, W[, C]) or (N, C, H, W), rank 2 is tabular rows (numbers); a
+    pandas DataFrame or a sequence of mappings gives each row as text, one
+    ``column: value`` line per column (columns may hold anything).
     """
     if isinstance(data, str):
         raise TypeError(f"{what}: data is one string; pass a list of strings for text samples")
+    records = _records(data)
+    if records is not None:  # a table of mixed columns: each row as "column: value" lines
+        if kind not in (None, "text"):
+            raise ValueError(f"{what}: a table's rows are text samples, not kind={kind!r}")
+        texts = ["\n".join(f"{k}: {_cell(v)}" for k, v in r.items()) for r in records]
+        return [("text", None, None, None, t) for t in texts], len(texts)
     if isinstance(data, Sequence) and data and all(isinstance(d, str) for d in data):
         texts = list(data)
         if kind not in (None, "text"):
@@ -240,6 +260,22 @@ def sample_rows(
             a = np.ascontiguousarray(row, dtype=row.dtype.newbyteorder("<"))
             rows.append(("array", a.tobytes(), a.dtype.str, _json(list(a.shape)), None))
     return rows, len(rows)
+
+
+def _records(data: Any) -> list[Mapping[str, Any]] | None:
+    """The rows of a pandas DataFrame or a sequence of mappings; None for anything else."""
+    if hasattr(data, "to_dict") and hasattr(data, "columns") and hasattr(data, "iloc"):
+        return [{str(k): v for k, v in r.items()} for r in data.to_dict("records")]
+    if isinstance(data, Sequence) and data and all(isinstance(d, Mapping) for d in data):
+        return [{str(k): v for k, v in r.items()} for r in data]
+    return None
+
+
+def _cell(value: Any) -> str:
+    """A table cell as text (floats to 6 significant digits)."""
+    if isinstance(value, float | np.floating):
+        return f"{float(value):.6g}"
+    return str(value)
 
 
 def _json(value: Any) -> str:

@@ -324,7 +324,9 @@ class Run(RunView):
         """Record one evaluation's predictions at ``step``.
 
         ``logits_or_preds``: ``(N, classes)`` logits (softmax gives confidence and
-        cross-entropy gives the per-sample loss) or ``(N,)`` predicted classes.
+        cross-entropy gives the per-sample loss), ``(N, 1)`` logits of a binary model
+        (one logit per sample, as ``BCEWithLogitsLoss`` takes) or ``(N,)`` predicted
+        classes.
         ``ids`` default to ``0..N-1`` in the order given (as in ``log_samples``);
         ``loss`` overrides the per-sample loss.
         """
@@ -409,7 +411,9 @@ class Run(RunView):
         """Record the samples behind the ids: images (stored as PNG thumbnails), text or rows.
 
         ``data``: ``(N, H, W)``, ``(N, H, W, C)`` or ``(N, C, H, W)`` images, a list of
-        strings, or ``(N, D)`` tabular rows (``kind`` overrides the guess).
+        strings, ``(N, D)`` numeric rows, or a table of any columns (a pandas
+        DataFrame, a list of dicts: each row shown as ``column: value`` lines);
+        ``kind`` overrides the guess.
         """
         what = "log_samples"
         split = _check_split(split, what)
