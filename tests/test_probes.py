@@ -410,31 +410,40 @@ def test_outputs_without_float_tensors_are_skipped_with_a_note(tmp_path):
     assert {"heads.a", "heads.b", "trunk.0"} <= set(recorded)
 
 
-def test_nan_is_reported_at_the_exact_step_and_layer(tmp_path, read_path):
-    class Poison(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.calls = 0
+class NanAtCall(nn.Module):
+    """Passes its input on (cast to ``dtype`` if given), with a NaN in it on call ``call``."""
 
-        def forward(self, x):
-            self.calls += 1
-            if self.calls == 14:  # the 14th training forward: step 13
-                x = x.clone()
-                x[0, 0] = float("nan")
-            return x
+    def __init__(self, call: int, dtype: torch.dtype | None = None) -> None:
+        super().__init__()
+        self.call, self.dtype, self.calls = call, dtype, 0
 
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), Poison(), nn.Linear(16, 5))
+    def forward(self, x):
+        self.calls += 1
+        if self.calls == self.call:
+            x = x.clone()
+            x[0, 0] = float("nan")
+        return x if self.dtype is None else x.to(self.dtype)
+
+
+def fit(run: nbviz.Run, model: nn.Module, n_steps: int) -> None:
+    """Plain SGD on ``batches``, logging each step's loss."""
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step, (x, y) in enumerate(batches(n_steps)):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        run.log(step, train_loss=loss)
+    run.flush()
+
+
+def test_nan_is_reported_at_the_exact_step_and_layer(tmp_path, read_path):
+    torch.manual_seed(0)
+    poison = NanAtCall(14)  # the 14th training forward: step 13
+    model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), poison, nn.Linear(16, 5))
     with nbviz.Run(tmp_path / "run") as run:
         run.watch(model, every=10, layers=["0", "1", "2", "3"])
-        for step, (x, y) in enumerate(batches(20)):
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            run.log(step, train_loss=loss)
-        run.flush()
+        fit(run, model, 20)
         events = run.events("nonfinite")
     activation = events[events["signal"] == "activation"]
     first = activation.sort_values(["step", "layer"]).iloc[0]
@@ -457,35 +466,13 @@ def test_nan_is_reported_at_the_exact_step_and_layer(tmp_path, read_path):
 )
 def test_narrow_float_outputs_are_watched_and_their_nan_is_found(tmp_path, dtype, read_path):
     """Half, bfloat16 and float8 outputs (quantisation sketches): no crash, exact NaN report."""
-
-    class Narrow(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.calls = 0
-
-        def forward(self, x):
-            self.calls += 1
-            if self.calls == 8:  # the 8th training forward: step 7
-                x = x.clone()
-                x[0, 0] = float("nan")
-            return x.to(dtype)
-
-    class Wide(nn.Module):
-        def forward(self, x):
-            return x.float()
-
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(12, 16), Narrow(), Wide(), nn.Linear(16, 5))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    narrow = NanAtCall(8, dtype)  # the 8th training forward: step 7
+    back = NanAtCall(0, torch.float32)  # only casts back (there is no call 0)
+    model = nn.Sequential(nn.Linear(12, 16), narrow, back, nn.Linear(16, 5))
     with nbviz.Run(tmp_path / "run") as run:
         run.watch(model, every=5)  # step 7 is not a capture step
-        for step, (x, y) in enumerate(batches(12)):
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            run.log(step, train_loss=loss)
-        run.flush()
+        fit(run, model, 12)
         narrow = run.stats("activation", layer="1", steps=0).iloc[0]
         events = run.events("nonfinite")
     assert narrow["count"] == 8 * 16
