@@ -130,19 +130,15 @@ def predictions_from(
     """``(pred, loss, confidence, probs)`` from logits ``(N, C)`` or predicted classes ``(N,)``.
 
     From logits: softmax probabilities, cross-entropy per sample, confidence = top
-    probability. ``(N, 1)`` logits are a binary model's single logit (the
-    ``BCEWithLogitsLoss`` kind): read as the two classes' logits ``[0, z]``, whose
-    softmax is ``[1 - sigmoid(z), sigmoid(z)]`` and whose cross-entropy is the
-    binary one. From classes alone: loss and confidence are NaN.
+    probability. ``(N, 1)`` logits are a binary model's single logit, read as
+    :func:`two_class_logits`. From classes alone: loss and confidence are NaN.
     """
     arr = to_numpy(logits_or_preds, f"{what}: logits_or_preds")
     if arr.ndim == 2:
         if arr.dtype.kind not in "fiu":
             raise TypeError(f"{what}: logits must be numeric, got dtype {arr.dtype}")
-        logits = arr.astype(np.float64)
-        single = logits.shape[1] == 1
-        if single:
-            logits = np.concatenate([np.zeros_like(logits), logits], axis=1)
+        single = arr.shape[1] == 1
+        logits = two_class_logits(arr.astype(np.float64))
         probs = softmax(logits.copy())
         pred = probs.argmax(axis=1).astype(np.int64)
         confidence = probs.max(axis=1)
@@ -179,6 +175,17 @@ def predictions_from(
         f"{what}: logits_or_preds must be (N, classes) logits or (N,) predicted classes, got "
         f"shape {tuple(arr.shape)}"
     )
+
+
+def two_class_logits(logits: np.ndarray) -> np.ndarray:
+    """``(N, 1)`` logits of a binary model as the two classes' logits ``[0, z]``.
+
+    Their softmax is ``[1 - sigmoid(z), sigmoid(z)]`` and their cross-entropy the
+    binary one (``BCEWithLogitsLoss``'s). Other logits are returned as they are.
+    """
+    if logits.ndim == 2 and logits.shape[1] == 1:
+        return np.concatenate([np.zeros_like(logits), logits], axis=1)
+    return logits
 
 
 def png_thumbnail(image: np.ndarray) -> tuple[bytes, list[int]]:

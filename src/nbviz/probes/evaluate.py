@@ -167,9 +167,7 @@ def run_evaluation(
     label_arr = np.concatenate(labels).astype(np.int64)
     if logit_arr.ndim == 1 and logit_arr.dtype.kind == "f":
         logit_arr = logit_arr[:, None]  # one logit per sample (squeezed): a binary model's
-    if logit_arr.ndim == 2 and logit_arr.shape[1] == 1:
-        # a binary model's single logit z: the two classes' logits are [0, z]
-        logit_arr = np.concatenate([np.zeros_like(logit_arr), logit_arr], axis=1)
+    logit_arr = rec.two_class_logits(logit_arr)  # so argmax, accuracy and ranks agree
     if logit_arr.ndim != 2:
         raise ValueError(
             f"evaluate: expected (N, classes) logits from the model, got shape {logit_arr.shape}"

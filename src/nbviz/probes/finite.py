@@ -117,13 +117,14 @@ def checksum(x: torch.Tensor) -> torch.Tensor:
     than through ``detach()``, an op of its own that costs as much as the sum on
     tensors of this size.
     """
-    if x.requires_grad and torch.is_grad_enabled():
+    off = x.requires_grad and torch.is_grad_enabled()
+    if off:
         _set_grad_enabled(False)
-        try:
-            return x.sum(dtype=torch.float32) if x.dtype in NARROW else x.sum()
-        finally:
+    try:
+        return x.sum(dtype=torch.float32) if x.dtype in NARROW else x.sum()
+    finally:
+        if off:
             _set_grad_enabled(True)
-    return x.sum(dtype=torch.float32) if x.dtype in NARROW else x.sum()
 
 
 def has_grad_hooks(p: torch.Tensor) -> bool:

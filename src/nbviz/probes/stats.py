@@ -86,7 +86,7 @@ def real_view(x: torch.Tensor) -> torch.Tensor:
 
 
 def _float(x: torch.Tensor) -> torch.Tensor:
-    x = real_view(x.detach())
+    x = x.detach()  # a complex tensor comes as its real_view (StepCapture's entry points)
     if x.dtype not in (torch.float32, torch.float64):
         x = x.float()
     return x

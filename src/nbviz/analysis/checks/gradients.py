@@ -90,7 +90,7 @@ def _relative(
     return grads, rel, weights, params
 
 
-def _after_max(rel: np.ndarray, groups: Sequence[str] | None = None) -> np.ndarray:
+def _after_max(rel: np.ndarray, groups: Sequence[str]) -> np.ndarray:
     """For each column, the largest value among the columns after it (NaN for the last).
 
     ``groups``: per column, the model it belongs to; columns are compared only with
@@ -98,8 +98,6 @@ def _after_max(rel: np.ndarray, groups: Sequence[str] | None = None) -> np.ndarr
     discriminator). Each group's columns must be in depth order.
     """
     out = np.full_like(rel, np.nan)
-    if groups is None:
-        groups = [""] * rel.shape[1]
     for group in dict.fromkeys(groups):
         cols = [j for j, g in enumerate(groups) if g == group]
         part = rel[:, cols]
