@@ -1,19 +1,10 @@
 // A small chart of statistics over steps: lines (mean, norm, ...) over shaded
 // bands (min..max, mean +- std), with the linked step marked and a read-out
 // lookup. Used by the layer detail.
-import {
-  extentIn,
-  floorIndex,
-  formatNumber,
-  formatStep,
-  logTicks,
-  makeScale,
-  niceTicks,
-  tickLabels,
-  sizeCanvas,
-  themeColors,
-  tracePath,
-} from "./linechart.js";
+import { drawStepAxis, drawYAxis } from "./axis.js";
+import { formatNumber, formatStep } from "./format.js";
+import { extentIn, makeScale, sizeCanvas, themeColors, tracePath } from "./linechart.js";
+import { floorIndex } from "./steps.js";
 
 /**
  * @typedef {object} BandLine
@@ -88,25 +79,8 @@ export function drawBandChart(canvas, chart) {
   }
   const sx = makeScale(x0, x1, M.left, width - M.right);
   const sy = makeScale(lo, hi, height - M.bottom, M.top, log);
-  ctx.strokeStyle = theme.grid;
-  ctx.fillStyle = theme.muted;
-  ctx.textAlign = "right";
-  ctx.textBaseline = "middle";
-  const yTicks = log ? logTicks(lo, hi) : niceTicks(lo, hi, 3);
-    const yLabels = log ? yTicks.map(formatNumber) : tickLabels(yTicks);
-    for (const [k, t] of yTicks.entries()) {
-    const y = Math.round(sy.map(t)) + 0.5;
-    ctx.beginPath();
-    ctx.moveTo(M.left, y);
-    ctx.lineTo(width - M.right, y);
-    ctx.stroke();
-    ctx.fillText(yLabels[k], M.left - 4, y);
-  }
-  ctx.textAlign = "center";
-  ctx.textBaseline = "top";
-  for (const t of niceTicks(x0, x1, 3)) {
-    if (Number.isInteger(t)) ctx.fillText(formatStep(t), sx.map(t), height - M.bottom + 4);
-  }
+  drawYAxis(ctx, sy, { lo, hi, log, count: 3, left: M.left, right: width - M.right, gap: 4, theme });
+  drawStepAxis(ctx, sx, { from: x0, to: x1, count: 3, y: height - M.bottom + 4, theme });
   ctx.save();
   ctx.beginPath();
   ctx.rect(M.left, M.top, width - M.left - M.right, height - M.top - M.bottom);

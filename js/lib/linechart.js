@@ -1,6 +1,8 @@
-// Pieces of a canvas line chart: scales and ticks (linear and log), EMA
-// smoothing, binary search over sorted steps, number formatting, and tracing a
-// series as a path that breaks at NaN/Inf (and at values a log axis cannot show).
+// Pieces of a canvas line chart: scales (linear and log), EMA smoothing, the
+// extent of a series in view, tracing a series as a path that breaks at NaN/Inf
+// (and at values a log axis cannot show), a crisp canvas and the theme's colours.
+// Axes are in axis.js, the search over sorted steps in steps.js.
+import { lowerBound } from "./steps.js";
 
 /**
  * @typedef {object} Scale
@@ -37,51 +39,6 @@ export function makeScale(d0, d1, r0, r1, log = false) {
 }
 
 /**
- * About `count` round tick values covering [lo, hi] (steps of 1, 2 or 5 x 10^k).
- * @param {number} lo
- * @param {number} hi
- * @param {number} [count]
- * @returns {number[]}
- */
-export function niceTicks(lo, hi, count = 5) {
-  if (!(Number.isFinite(lo) && Number.isFinite(hi))) return [];
-  if (hi < lo) [lo, hi] = [hi, lo];
-  if (hi === lo) return [lo];
-  const raw = (hi - lo) / Math.max(1, count);
-  const mag = 10 ** Math.floor(Math.log10(raw));
-  const norm = raw / mag;
-  const step = (norm >= 5 ? 10 : norm >= 2 ? 5 : norm >= 1 ? 2 : 1) * mag;
-  const ticks = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) {
-    ticks.push(Math.abs(t) < step * 1e-9 ? 0 : t);
-  }
-  return ticks;
-}
-
-/**
- * Tick values for a log axis over [lo, hi] (lo > 0): powers of ten, with 2 and
- * 5 between them when the range spans less than three decades.
- * @param {number} lo
- * @param {number} hi
- * @returns {number[]}
- */
-export function logTicks(lo, hi) {
-  if (!(lo > 0 && hi > 0)) return [];
-  if (hi < lo) [lo, hi] = [hi, lo];
-  const e0 = Math.floor(Math.log10(lo));
-  const e1 = Math.ceil(Math.log10(hi));
-  const mults = e1 - e0 <= 2 ? [1, 2, 5] : [1];
-  const ticks = [];
-  for (let e = e0; e <= e1; e++) {
-    for (const m of mults) {
-      const t = m * 10 ** e;
-      if (t >= lo * (1 - 1e-9) && t <= hi * (1 + 1e-9)) ticks.push(t);
-    }
-  }
-  return ticks.length ? ticks : [lo, hi];
-}
-
-/**
  * Exponential moving average, debiased like TensorBoard's smoothing.
  *
  * `weight` is the smoothing per raw point; a point that stands for `stride`
@@ -109,90 +66,6 @@ export function ema(values, weight, stride = 1) {
     out[i] = acc / norm;
   }
   return out;
-}
-
-/**
- * First index i with arr[i] >= x in a sorted array (arr.length when none).
- * @param {ArrayLike<number>} arr
- * @param {number} x
- * @returns {number}
- */
-export function lowerBound(arr, x) {
-  let lo = 0;
-  let hi = arr.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (arr[mid] < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/**
- * Index of the element of sorted `arr` nearest to x (-1 for an empty array).
- * @param {ArrayLike<number>} arr
- * @param {number} x
- * @returns {number}
- */
-export function nearestIndex(arr, x) {
-  if (arr.length === 0) return -1;
-  const i = lowerBound(arr, x);
-  if (i === 0) return 0;
-  if (i === arr.length) return arr.length - 1;
-  return x - arr[i - 1] <= arr[i] - x ? i - 1 : i;
-}
-
-/**
- * Index of the last element <= x in sorted `arr` (-1 when x is before them all).
- * @param {ArrayLike<number>} arr
- * @param {number} x
- * @returns {number}
- */
-export function floorIndex(arr, x) {
-  const i = lowerBound(arr, x);
-  if (i < arr.length && arr[i] === x) return i;
-  return i - 1;
-}
-
-/**
- * A number for a read-out: 4 significant digits, exponents for very large or
- * small magnitudes, and NaN / +Inf / -Inf spelled out.
- * @param {number} v
- * @returns {string}
- */
-export function formatNumber(v) {
-  if (Number.isNaN(v)) return "NaN";
-  if (v === Number.POSITIVE_INFINITY) return "+Inf";
-  if (v === Number.NEGATIVE_INFINITY) return "-Inf";
-  if (v === 0) return "0";
-  const a = Math.abs(v);
-  if (a >= 1e5 || a < 1e-3) return v.toExponential(2).replace("e+", "e");
-  if (Number.isInteger(v)) return String(v);
-  return String(Number.parseFloat(v.toPrecision(4)));
-}
-
-/**
- * Labels for axis ticks: as many decimals as the spacing of the ticks needs, so
- * close ticks (1.3855, 1.3860) never print the same text.
- * @param {number[]} ticks  sorted, evenly spaced (from niceTicks)
- * @returns {string[]}
- */
-export function tickLabels(ticks) {
-  if (ticks.length < 2) return ticks.map(formatNumber);
-  const spacing = Math.abs(ticks[1] - ticks[0]);
-  const magnitude = Math.max(...ticks.map(Math.abs));
-  if (!(spacing > 0) || magnitude >= 1e5 || magnitude < 1e-3) return ticks.map(formatNumber);
-  const decimals = Math.min(12, Math.max(0, -Math.floor(Math.log10(spacing) + 1e-9)));
-  return ticks.map((t) => t.toFixed(decimals));
-}
-
-/**
- * A step number with thousands separators ("12,345").
- * @param {number} step
- * @returns {string}
- */
-export function formatStep(step) {
-  return Math.round(step).toLocaleString("en-US");
 }
 
 /**
@@ -258,16 +131,16 @@ export function tracePath(ctx, steps, values, sx, sy) {
  * @param {HTMLCanvasElement} canvas
  * @param {number} width  CSS pixels
  * @param {number} height  CSS pixels
+ * @param {number} [dpr]  device pixels per CSS pixel (default: the window's)
  * @returns {CanvasRenderingContext2D}
  */
-export function sizeCanvas(canvas, width, height) {
-  const dpr = globalThis.devicePixelRatio ?? 1;
+export function sizeCanvas(canvas, width, height, dpr = globalThis.devicePixelRatio ?? 1) {
   canvas.width = Math.max(1, Math.round(width * dpr));
   canvas.height = Math.max(1, Math.round(height * dpr));
   canvas.style.width = `${width}px`;
   canvas.style.height = `${height}px`;
   const ctx = canvas.getContext("2d");
-  if (!ctx) throw new Error("nbviz linechart: this browser gave no 2d canvas context");
+  if (!ctx) throw new Error("nbviz: this browser gave no 2d canvas context");
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.clearRect(0, 0, width, height);
   return ctx;
@@ -290,3 +163,8 @@ export function themeColors(node) {
     marker: v("--jp-ui-font-color1", "#1f1f1f"),
   };
 }
+
+// The views still import these from here until they move to axis.js, format.js and steps.js.
+export { logTicks, niceTicks, tickLabels } from "./axis.js";
+export { formatNumber, formatStep } from "./format.js";
+export { floorIndex, lowerBound, nearestIndex } from "./steps.js";

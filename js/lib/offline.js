@@ -8,6 +8,8 @@
 // the entry for the model's current inputs and applies the recorded outputs, as
 // if the kernel had sent them. Nothing here touches the DOM.
 
+import { snapIndex } from "./steps.js";
+
 /**
  * @typedef {object} PageData  what nbviz.widgets.export writes (version 1)
  * @property {number} version
@@ -65,19 +67,7 @@ export function reviveValue(value, buffer) {
 }
 
 /** Largest index i with sorted[i] <= x, else 0 (the first recorded value). */
-export function snapDown(/** @type {number[]} */ sorted, /** @type {number} */ x) {
-  let lo = 0;
-  let hi = sorted.length - 1;
-  let best = 0;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid] <= x) {
-      best = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return best;
-}
+export const snapDown = snapIndex;
 
 /** JSON text of a key value, as the page writer spells it (compact, non-ASCII kept). */
 export function keyText(/** @type {any} */ value) {

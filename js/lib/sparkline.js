@@ -1,6 +1,8 @@
 // Tiny canvas charts for table cells: a sparkline over steps with the linked
 // step marked, and a histogram's bars.
-import { extentIn, floorIndex, makeScale, sizeCanvas, tracePath } from "./linechart.js";
+import { shortNumber } from "./format.js";
+import { extentIn, makeScale, sizeCanvas, tracePath } from "./linechart.js";
+import { floorIndex } from "./steps.js";
 
 /**
  * @typedef {object} SparklineOptions
@@ -136,15 +138,4 @@ export function drawSignedBars(canvas, values, options = {}) {
   ctx.lineTo(width - 2, Math.round(zero) + 0.5);
   ctx.stroke();
   return zero;
-}
-
-/**
- * @param {number} v
- * @returns {string}
- */
-function shortNumber(v) {
-  if (!Number.isFinite(v)) return String(v);
-  const a = Math.abs(v);
-  if (a !== 0 && (a >= 1e4 || a < 1e-2)) return v.toExponential(1).replace("e+", "e");
-  return String(Number.parseFloat(v.toPrecision(3)));
 }
