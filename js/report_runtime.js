@@ -6,8 +6,9 @@
 // Each anywidget view's bundle is imported the same way and rendered with the
 // anywidget API over an OfflineModel; ipywidgets containers (VBox, HBox, Box) and
 // HTML/Label are drawn here. Text from data goes in with textContent only.
-import { el, message } from "./lib/dom.js";
+import { el } from "./lib/dom.js";
 import { Runtime } from "./lib/offline.js";
+import { message, showFailure } from "./lib/state.js";
 
 /** Tags an HTML widget may keep in a saved page; everything else becomes its text. */
 const SAFE_TAGS = new Set(["B", "I", "EM", "STRONG", "SMALL", "CODE", "BR", "P", "SPAN", "DIV", "H1", "H2", "H3", "H4", "UL", "OL", "LI"]);
@@ -156,8 +157,7 @@ export async function start(data, host, options = {}) {
         message(node, `${model.name.replace(/Model$/, "")} widgets cannot be shown in a saved page.`, { kind: "warning" });
       }
     } catch (err) {
-      console.error("nbviz offline page: a view failed to render", err);
-      message(node, `this view failed to render: ${err}`, { kind: "error" });
+      showFailure(node, "Rendering this view", err);
     }
     return {
       el: node,

@@ -1,7 +1,8 @@
 // StatusMessage: a readable line of text (empty states, notes, errors) that
 // other nbviz views embed. Text goes in via textContent only.
-import { el, message } from "./lib/dom.js";
+import { el } from "./lib/dom.js";
 import { listen, save } from "./lib/model.js";
+import { message } from "./lib/state.js";
 
 /** @param {{model: import("./lib/model.js").AnyModel, el: HTMLElement}} ctx */
 function render({ model, el: root }) {

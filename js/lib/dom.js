@@ -1,5 +1,7 @@
 // Small DOM helpers. Text always goes in through textContent: labels, class
 // names and layer names come from data and must never be parsed as HTML.
+// Messages in place of a view are in state.js, timing (throttle, once a frame)
+// in schedule.js.
 
 /**
  * @typedef {object} ElOptions
@@ -40,80 +42,42 @@ export function el(tag, options = {}, children = []) {
 }
 
 /**
- * Replace the contents of `root` with a readable message: an empty state
- * ("No predictions logged yet"), a note, or an error.
- * @param {HTMLElement} root
- * @param {string} text
- * @param {{kind?: "info" | "empty" | "warning" | "error"}} [options]
- * @returns {HTMLElement} the message element
+ * Listen to `type` events on `target`; returns the function that stops it, for
+ * the cleanup a view's render() returns.
+ * @param {EventTarget} target
+ * @param {string} type
+ * @param {(event: any) => void} fn
+ * @param {boolean | AddEventListenerOptions} [options]
+ * @returns {() => void}
  */
-export function message(root, text, options = {}) {
-  const kind = options.kind ?? "info";
-  const box = el(
-    "div",
-    {
-      class: ["nbviz-message", `nbviz-message-${kind}`],
-      attrs: { role: kind === "error" ? "alert" : "status" },
-    },
-    [el("span", { class: "nbviz-message-text", text: text ?? "" })],
-  );
-  root.replaceChildren(box);
-  return box;
+export function on(target, type, fn, options) {
+  target.addEventListener(type, fn, options);
+  return () => target.removeEventListener(type, fn, options);
 }
 
 /**
- * @template {(...args: any[]) => void} F
- * @typedef {((...args: Parameters<F>) => void) & {cancel: () => void, flush: () => void,
- *   pending: () => boolean}} Throttled
+ * Replace the options of a <select> with [value, text] pairs (texts from data
+ * stay text).
+ * @param {HTMLSelectElement} select
+ * @param {ReadonlyArray<readonly [string, string]>} options
  */
+export function fillSelect(select, options) {
+  select.replaceChildren(...options.map(([value, text]) => el("option", { text, attrs: { value } })));
+}
 
 /**
- * Throttle `fn` to at most one call every `ms` milliseconds: the first call
- * runs at once, later calls inside the window collapse into one trailing call
- * with the latest arguments. Make one per widget instance (never share one at
- * module level), and cancel it in the view's cleanup.
- * @template {(...args: any[]) => void} F
- * @param {F} fn
- * @param {number} ms
- * @returns {Throttled<F>}
+ * A <select> with an accessible name and [value, text] options.
+ * @param {string} cls
+ * @param {string} label  its aria-label
+ * @param {ReadonlyArray<readonly [string, string]>} [options]
+ * @returns {HTMLSelectElement}
  */
-export function throttle(fn, ms) {
-  let last = Number.NEGATIVE_INFINITY;
-  /** @type {ReturnType<typeof setTimeout> | null} */
-  let timer = null;
-  /** @type {any[] | null} */
-  let queued = null;
-
-  const fire = () => {
-    timer = null;
-    const args = queued;
-    queued = null;
-    last = Date.now();
-    if (args) fn(...args);
-  };
-
-  const throttled = /** @type {Throttled<F>} */ (
-    (...args) => {
-      queued = args;
-      const wait = last + ms - Date.now();
-      if (wait <= 0 && timer === null) {
-        fire();
-      } else if (timer === null) {
-        timer = setTimeout(fire, Math.max(0, wait));
-      }
-    }
-  );
-  throttled.cancel = () => {
-    if (timer !== null) clearTimeout(timer);
-    timer = null;
-    queued = null;
-  };
-  throttled.flush = () => {
-    if (timer !== null) {
-      clearTimeout(timer);
-      fire();
-    }
-  };
-  throttled.pending = () => timer !== null;
-  return throttled;
+export function select(cls, label, options = []) {
+  const node = /** @type {HTMLSelectElement} */ (el("select", { class: cls, attrs: { "aria-label": label } }));
+  fillSelect(node, options);
+  return node;
 }
+
+// The views still import these from here until they move to state.js and schedule.js.
+export { message } from "./state.js";
+export { throttle } from "./schedule.js";

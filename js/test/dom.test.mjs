@@ -1,56 +1,11 @@
 import assert from "node:assert/strict";
-import { afterEach, beforeEach, describe, it } from "node:test";
-import { el, message } from "../lib/dom.js";
-
-/** Just enough of a DOM to check what el() and message() build. */
-class FakeNode {
-  constructor(tag) {
-    this.tagName = tag.toUpperCase();
-    this.children = [];
-    this.attributes = {};
-    this.style = {};
-    this._text = "";
-    const classes = new Set();
-    this.classList = {
-      add: (...names) => names.forEach((n) => classes.add(n)),
-      contains: (n) => classes.has(n),
-      values: () => [...classes],
-    };
-    Object.defineProperty(this, "innerHTML", {
-      set() {
-        throw new Error("innerHTML must never be used");
-      },
-    });
-  }
-  set textContent(v) {
-    this._text = v;
-    this.children = [];
-  }
-  get textContent() {
-    return this._text + this.children.map((c) => c.textContent).join("");
-  }
-  setAttribute(name, value) {
-    this.attributes[name] = value;
-  }
-  append(...nodes) {
-    this.children.push(...nodes);
-  }
-  replaceChildren(...nodes) {
-    this._text = "";
-    this.children = nodes;
-  }
-}
+import { describe, it } from "node:test";
+import { el, fillSelect, on } from "../lib/dom.js";
+import { message } from "../lib/state.js";
+import { FakeNode, withDocument } from "./fake_dom.mjs";
 
 describe("el and message", () => {
-  beforeEach(() => {
-    globalThis.document = {
-      createElement: (tag) => new FakeNode(tag),
-      createTextNode: (text) => ({ textContent: text }),
-    };
-  });
-  afterEach(() => {
-    delete globalThis.document;
-  });
+  withDocument();
 
   it("sets classes, text, attributes and children", () => {
     const node = el("div", { class: "a b", text: "<b>x</b>", attrs: { title: "t", hidden: true } }, [
@@ -77,5 +32,21 @@ describe("el and message", () => {
     assert.equal(box.attributes.role, "status");
     assert.equal(box.textContent, "No predictions <i>yet</i>");
     assert.equal(message(root, "boom", { kind: "error" }).attributes.role, "alert");
+  });
+
+  it("fills a select with options whose texts stay text", () => {
+    const select = new FakeNode("select");
+    fillSelect(select, [["a", "<b>A</b>"], ["b", "B"]]);
+    assert.deepEqual(select.children.map((o) => [o.getAttribute("value"), o.textContent]), [["a", "<b>A</b>"], ["b", "B"]]);
+  });
+
+  it("on() listens and returns the function that stops listening", () => {
+    const button = new FakeNode("button");
+    let clicks = 0;
+    const off = on(button, "click", () => clicks++);
+    button.fire("click");
+    off();
+    button.fire("click");
+    assert.equal(clicks, 1);
   });
 });
