@@ -1,8 +1,9 @@
 // HealthReport: the diagnosis worst first; clicking a finding moves the linked
 // step to it and names its layer (the Dashboard opens it in the LayerBrowser).
-import { el, message } from "./lib/dom.js";
-import { formatStep } from "./lib/linechart.js";
+import { el, on } from "./lib/dom.js";
+import { formatStep } from "./lib/format.js";
 import { listen, save } from "./lib/model.js";
+import { guard, present, viewState } from "./lib/state.js";
 
 /**
  * @typedef {{check: string, layer: string, step: number | null, severity: "error" | "warning" | "info",
@@ -35,16 +36,8 @@ function render({ model, el: root }) {
     el("div", { class: "nbviz-toolbar" }, [summary, el("label", {}, [info, "show info"])]),
     list,
   ]);
-  info.addEventListener("change", () => save(model, { show_info: info.checked }));
-
-  const draw = () => {
-    const error = model.get("error");
-    const empty = model.get("empty");
-    if (error || empty) {
-      message(root, error || empty, { kind: error ? "error" : "empty" });
-      return;
-    }
-    if (!root.contains(body)) root.replaceChildren(body);
+  const draw = guard(root, "Drawing the health report", () => {
+    if (!present(root, body, viewState(model))) return;
     /** @type {Finding[]} */
     const findings = model.get("findings") || [];
     const showInfo = !!model.get("show_info");
@@ -94,10 +87,16 @@ function render({ model, el: root }) {
       items.push(el("li", { class: "nbviz-hr-item nbviz-hr-healthy", text: findings.length ? "only info findings (tick 'show info')" : "no warnings or errors" }));
     }
     list.replaceChildren(...items);
-  };
+  });
 
+  const stops = [
+    on(info, "change", () => save(model, { show_info: info.checked })),
+    listen(model, ["findings", "selected", "show_info", "empty", "error"], draw),
+  ];
   draw();
-  return listen(model, ["findings", "selected", "show_info", "empty", "error"], draw);
+  return () => {
+    for (const stop of stops) stop();
+  };
 }
 
 export default { render };

@@ -1,11 +1,15 @@
 // Histograms: one layer's distribution over steps, as TensorBoard's offset
 // "ridge" view and as a step x bin heatmap; the linked step is highlighted in
 // both, hovering reads out a bin, clicking a heatmap row moves the step.
+import { drawValueAxis } from "./lib/axis.js";
 import { rgbToCss, viridis } from "./lib/color.js";
-import { el, message } from "./lib/dom.js";
-import { drawHeatmap } from "./lib/heatmap.js";
-import { floorIndex, formatNumber, formatStep, makeScale, niceTicks, sizeCanvas, themeColors } from "./lib/linechart.js";
+import { el, fillSelect, on, select } from "./lib/dom.js";
+import { formatNumber, formatStep } from "./lib/format.js";
+import { bindCells, drawHeatmap } from "./lib/heatmap.js";
+import { makeScale, sizeCanvas, themeColors } from "./lib/linechart.js";
 import { listen, save } from "./lib/model.js";
+import { guard, present, viewState } from "./lib/state.js";
+import { floorIndex } from "./lib/steps.js";
 import { decodeArray } from "./lib/wire.js";
 
 const WIDTH = 420;
@@ -51,16 +55,8 @@ export function rowNormalised(counts, rows, cols) {
  */
 function render({ model, el: root }) {
   root.classList.add("nbviz", "nbviz-histograms");
-  const signalSelect = /** @type {HTMLSelectElement} */ (
-    el("select", { class: "nbviz-hist-signal", attrs: { "aria-label": "signal" } }, [
-      el("option", { text: "weights", attrs: { value: "weights" } }),
-      el("option", { text: "gradients", attrs: { value: "gradients" } }),
-      el("option", { text: "activations", attrs: { value: "activations" } }),
-    ])
-  );
-  const layerSelect = /** @type {HTMLSelectElement} */ (
-    el("select", { class: "nbviz-hist-layer", attrs: { "aria-label": "layer" } })
-  );
+  const signalSelect = select("nbviz-hist-signal", "signal", ["weights", "gradients", "activations"].map((s) => [s, s]));
+  const layerSelect = select("nbviz-hist-layer", "layer");
   const notice = el("span", { class: "nbviz-notice nbviz-hist-notice" });
   const toolbar = el("div", { class: "nbviz-toolbar" }, [
     el("label", {}, ["signal", signalSelect]),
@@ -116,7 +112,7 @@ function render({ model, el: root }) {
   const fillChoices = () => {
     signalSelect.value = model.get("signal");
     const choices = /** @type {string[]} */ (model.get("layer_choices") || []);
-    layerSelect.replaceChildren(...choices.map((name) => el("option", { text: name, attrs: { value: name } })));
+    fillSelect(layerSelect, choices.map((name) => [name, name]));
     layerSelect.value = model.get("layer");
     layerSelect.disabled = choices.length === 0;
   };
@@ -124,23 +120,9 @@ function render({ model, el: root }) {
   /** Index of the sampled row shown for the linked step (the last at or before it). */
   const rowOfStep = () => (data && data.rows ? Math.max(0, floorIndex(data.steps, model.get("step"))) : -1);
 
-  const drawValueAxis = (/** @type {CanvasRenderingContext2D} */ ctx, /** @type {number} */ x0, /** @type {number} */ x1, /** @type {number} */ y, /** @type {number} */ lo, /** @type {number} */ hi) => {
-    const colors = themeColors(root);
-    const sx = makeScale(lo, hi, x0, x1).map;
-    ctx.fillStyle = colors.muted;
-    ctx.strokeStyle = colors.grid;
-    ctx.font = "10px sans-serif";
-    ctx.textAlign = "center";
-    ctx.textBaseline = "top";
-    for (const t of niceTicks(lo, hi, 5)) {
-      const x = sx(t);
-      ctx.beginPath();
-      ctx.moveTo(x, y);
-      ctx.lineTo(x, y + 4);
-      ctx.stroke();
-      ctx.fillText(formatNumber(t), x, y + 6);
-    }
-  };
+  /** The value axis under a plot: [lo, hi] across x0..x1, its top at y. */
+  const valueAxis = (/** @type {CanvasRenderingContext2D} */ ctx, /** @type {number} */ x0, /** @type {number} */ x1, /** @type {number} */ y, /** @type {number} */ lo, /** @type {number} */ hi) =>
+    drawValueAxis(ctx, makeScale(lo, hi, x0, x1), { lo, hi, y, theme: themeColors(root) });
 
   const drawRidge = () => {
     const ctx = sizeCanvas(ridge, WIDTH, HEIGHT + AXIS);
@@ -184,7 +166,7 @@ function render({ model, el: root }) {
       const base = top + peakH + Math.max(k, 0) * slot - slot;
       curve(current, Math.min(base, HEIGHT), "#d81b60", 2);
     }
-    drawValueAxis(ctx, sx(0), sx(bins), HEIGHT + 2, lo, hi);
+    valueAxis(ctx, sx(0), sx(bins), HEIGHT + 2, lo, hi);
   };
 
   const drawHeat = () => {
@@ -222,7 +204,7 @@ function render({ model, el: root }) {
     for (const r of evenlySpaced(rows, 6)) {
       actx.fillText(formatStep(steps[r]), LEFT - 4, ((r + 0.5) * HEIGHT) / rows);
     }
-    drawValueAxis(sizeCanvas(strip, WIDTH - LEFT, AXIS), 0, WIDTH - LEFT, 0, lo, hi);
+    valueAxis(sizeCanvas(strip, WIDTH - LEFT, AXIS), 0, WIDTH - LEFT, 0, lo, hi);
   };
 
   const caption = () => {
@@ -248,14 +230,8 @@ function render({ model, el: root }) {
     }
   };
 
-  const draw = () => {
-    const error = model.get("error");
-    const empty = model.get("empty");
-    if (error || empty) {
-      message(root, error || empty, { kind: error ? "error" : "empty" });
-      return;
-    }
-    if (!root.contains(body)) root.replaceChildren(body);
+  const draw = guard(root, "Drawing the histograms", () => {
+    if (!present(root, body, viewState(model))) return;
     fillChoices();
     notice.textContent = model.get("notice") || "";
     missing.textContent = model.get("missing") || "";
@@ -263,41 +239,41 @@ function render({ model, el: root }) {
     drawRidge();
     drawHeat();
     caption();
-  };
+  });
 
-  heat.addEventListener("pointermove", (event) => {
-    const cell = cellFromEvent ? cellFromEvent(event) : null;
-    if (!cell || !data) {
-      heatCaption.textContent = "";
-      return;
-    }
-    const width = (data.hi - data.lo) / data.bins;
-    const a = data.lo + cell.col * width;
-    const count = data.counts[cell.row * data.bins + cell.col];
-    heatCaption.textContent =
-      `step ${formatStep(data.steps[cell.row])}: [${formatNumber(a)}, ${formatNumber(a + width)}) ` +
-      `${formatNumber(count)} values; click to go to this step`;
-  });
-  heat.addEventListener("pointerleave", () => {
-    heatCaption.textContent = "";
-  });
-  heat.addEventListener("click", (event) => {
-    const cell = cellFromEvent ? cellFromEvent(event) : null;
-    if (cell && data) save(model, { step: data.steps[cell.row] });
-  });
-  signalSelect.addEventListener("change", () => save(model, { signal: signalSelect.value }));
-  layerSelect.addEventListener("change", () => save(model, { layer: layerSelect.value }));
-
+  const stops = [
+    bindCells(heat, () => cellFromEvent, {
+      hover: (cell) => {
+        if (!cell || !data) {
+          heatCaption.textContent = "";
+          return;
+        }
+        const width = (data.hi - data.lo) / data.bins;
+        const a = data.lo + cell.col * width;
+        const count = data.counts[cell.row * data.bins + cell.col];
+        heatCaption.textContent =
+          `step ${formatStep(data.steps[cell.row])}: [${formatNumber(a)}, ${formatNumber(a + width)}) ` +
+          `${formatNumber(count)} values; click to go to this step`;
+      },
+      leave: () => {
+        heatCaption.textContent = "";
+      },
+      click: (cell) => {
+        if (data) save(model, { step: data.steps[cell.row] });
+      },
+    }),
+    on(signalSelect, "change", () => save(model, { signal: signalSelect.value })),
+    on(layerSelect, "change", () => save(model, { layer: layerSelect.value })),
+    listen(model, ["data"], () => {
+      decodeData();
+      draw();
+    }),
+    listen(model, ["step", "current", "layer_choices", "layer", "signal", "notice", "missing", "empty", "error"], draw),
+  ];
   decodeData();
   draw();
-  const stopData = listen(model, ["data"], () => {
-    decodeData();
-    draw();
-  });
-  const stopRest = listen(model, ["step", "current", "layer_choices", "layer", "signal", "notice", "missing", "empty", "error"], draw);
   return () => {
-    stopData();
-    stopRest();
+    for (const stop of stops) stop();
   };
 }
 

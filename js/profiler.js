@@ -3,9 +3,11 @@
 // (width = time) and zooms to a module on click; a sortable module table and the
 // top operators follow; one line states what the profiler itself cost.
 import { categoricalRgb, mix, rgbToCss } from "./lib/color.js";
-import { el, message } from "./lib/dom.js";
-import { formatNumber, formatStep } from "./lib/linechart.js";
+import { el, select } from "./lib/dom.js";
+import { formatNumber, formatStep } from "./lib/format.js";
 import { listen, save } from "./lib/model.js";
+import { guard, message, viewState } from "./lib/state.js";
+import { nextSort, sortableTable } from "./lib/table.js";
 
 export const PARTS = ["data", "forward", "backward", "optimizer", "other"];
 const PART_COLORS = { data: "#8e24aa", forward: "#1e88e5", backward: "#e53935", optimizer: "#43a047", other: "#9e9e9e" };
@@ -145,49 +147,39 @@ function typeColor(type) {
 }
 
 /**
- * A sortable table. `columns`: key, label, text (left-aligned), format.
- * @param {{key: string, label: string, text?: boolean, format?: (v: any, row: any) => string, title?: string}[]} columns
+ * A column of a profiler table: text columns are left-aligned, `format` turns
+ * the value into its text.
+ * @typedef {{key: string, label: string, text?: boolean, format?: (v: any, row: any) => string, title?: string}} ProfColumn
+ */
+
+/**
+ * A sortable profiler table (class nbviz-prof-table).
+ * @param {ProfColumn[]} columns
  * @param {any[]} rows
  * @param {{sortBy: string, descending: boolean, onSort: (key: string) => void,
  *   onRow?: (row: any) => void, active?: (row: any) => boolean, rowAttrs?: (row: any) => Record<string, string>}} options
  */
 function table(columns, rows, options) {
-  const sorted = [...rows].sort((a, b) => {
-    const x = a[options.sortBy];
-    const y = b[options.sortBy];
-    const order = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y), undefined, { numeric: true });
-    return options.descending ? -order : order;
+  return sortableTable({
+    class: "nbviz-prof-table",
+    columns: columns.map((c) => ({
+      key: c.key,
+      label: c.label,
+      title: c.title,
+      class: c.text ? "nbviz-prof-text" : undefined,
+      cell: (r) => ({
+        text: c.format ? c.format(r[c.key], r) : String(r[c.key] ?? ""),
+        class: c.key === "input_shapes" ? "nbviz-prof-shapes" : [],
+      }),
+    })),
+    rows,
+    sortBy: options.sortBy,
+    descending: options.descending,
+    onSort: options.onSort,
+    onRow: options.onRow,
+    rowClass: (r) => (options.active?.(r) ? "nbviz-active" : null),
+    rowAttrs: options.rowAttrs,
   });
-  const head = el(
-    "tr",
-    {},
-    columns.map((c) => {
-      const arrow = c.key === options.sortBy ? (options.descending ? " \u25bc" : " \u25b2") : "";
-      const th = el("th", {
-        class: c.text ? "nbviz-prof-text" : "",
-        text: c.label + arrow,
-        attrs: { "data-key": c.key, title: c.title ?? null, "aria-sort": c.key === options.sortBy ? (options.descending ? "descending" : "ascending") : null },
-      });
-      th.addEventListener("click", () => options.onSort(c.key));
-      return th;
-    }),
-  );
-  const body = sorted.map((r) => {
-    const tr = el(
-      "tr",
-      { class: options.active?.(r) ? "nbviz-active" : "", attrs: options.rowAttrs?.(r) ?? {} },
-      columns.map((c) =>
-        el("td", {
-          class: [c.text ? "nbviz-prof-text" : "", c.key === "input_shapes" ? "nbviz-prof-shapes" : ""],
-          text: c.format ? c.format(r[c.key], r) : String(r[c.key] ?? ""),
-        }),
-      ),
-    );
-    const onRow = options.onRow;
-    if (onRow) tr.addEventListener("click", () => onRow(r));
-    return tr;
-  });
-  return el("table", { class: "nbviz-prof-table" }, [el("thead", {}, [head]), el("tbody", {}, body)]);
 }
 
 /** @param {{model: import("./lib/model.js").AnyModel, el: HTMLElement}} ctx */
@@ -197,12 +189,11 @@ function render({ model, el: root }) {
   let opSort = "self_ms";
   let opDescending = true;
 
-  const draw = () => {
-    const error = model.get("error");
-    const empty = model.get("empty");
+  const draw = guard(root, "Drawing the profile", () => {
     const profile = model.get("profile") || {};
-    if (error || empty || !Array.isArray(profile.modules)) {
-      message(root, error || empty || "Nothing profiled yet.", { kind: error ? "error" : "empty" });
+    const state = viewState(model, !Array.isArray(profile.modules) && "Nothing profiled yet.");
+    if (state) {
+      message(root, state.text, { kind: state.kind });
       return;
     }
     /** @type {Module[]} */
@@ -262,9 +253,7 @@ function render({ model, el: root }) {
         return i ? [el("span", { class: "nbviz-muted", text: "\u203a" }), crumb] : [crumb];
       }),
     );
-    const phaseSelect = /** @type {HTMLSelectElement} */ (
-      el("select", { class: "nbviz-prof-phase" }, ["total", "forward", "backward"].map((p) => el("option", { text: p === "total" ? "forward + backward" : p, attrs: { value: p } })))
-    );
+    const phaseSelect = select("nbviz-prof-phase", "width", ["total", "forward", "backward"].map((p) => [p, p === "total" ? "forward + backward" : p]));
     phaseSelect.value = phase;
     phaseSelect.addEventListener("change", () => save(model, { phase: phaseSelect.value }));
     const placed = icicleLayout(modules, zoom, phase);
@@ -320,7 +309,10 @@ function render({ model, el: root }) {
       {
         sortBy,
         descending,
-        onSort: (key) => save(model, { sort_by: key, descending: key === sortBy ? !descending : key !== "name" && key !== "type" }),
+        onSort: (key) => {
+          const next = nextSort(key, { sortBy, descending }, key !== "name" && key !== "type");
+          save(model, { sort_by: next.sortBy, descending: next.descending });
+        },
         onRow: (r) => save(model, { zoom: r.name }),
         active: (r) => r.name === zoom,
         rowAttrs: (r) => ({ "data-name": r.name }),
@@ -341,8 +333,7 @@ function render({ model, el: root }) {
       sortBy: opSort,
       descending: opDescending,
       onSort: (key) => {
-        opDescending = key === opSort ? !opDescending : key !== "name";
-        opSort = key;
+        ({ sortBy: opSort, descending: opDescending } = nextSort(key, { sortBy: opSort, descending: opDescending }, key !== "name"));
         draw();
       },
     });
@@ -359,7 +350,7 @@ function render({ model, el: root }) {
       ]),
     );
     root.dataset.rendered = "1";
-  };
+  });
 
   draw();
   return listen(model, ["profile", "zoom", "phase", "sort_by", "descending", "overhead", "notice", "empty", "error"], draw);

@@ -1,19 +1,12 @@
 // StepScrubber: a slider over the recorded steps, play/pause, back/forward
 // buttons, arrow keys (Home/End, space to play), and the scalars at the step.
-import { el, message, throttle } from "./lib/dom.js";
-import { floorIndex, formatNumber, formatStep } from "./lib/linechart.js";
+import { el, on } from "./lib/dom.js";
+import { formatNumber, formatStep } from "./lib/format.js";
 import { listen, save } from "./lib/model.js";
+import { throttle } from "./lib/schedule.js";
+import { guard, present, viewState } from "./lib/state.js";
+import { snapIndex } from "./lib/steps.js";
 import { decodeArray } from "./lib/wire.js";
-
-/**
- * Index of the position shown for `step`: the last one at or before it (0 before them all).
- * @param {ArrayLike<number>} positions
- * @param {number} step
- * @returns {number}
- */
-export function positionIndex(positions, step) {
-  return Math.max(0, floorIndex(positions, step));
-}
 
 /** @param {{model: import("./lib/model.js").AnyModel, el: HTMLElement}} ctx */
 function render({ model, el: root }) {
@@ -59,16 +52,10 @@ function render({ model, el: root }) {
     draw();
     sendStep(step);
   };
-  const currentIndex = () => positionIndex(positions, Number(model.get("step")));
+  const currentIndex = () => snapIndex(positions, Number(model.get("step")));
 
-  const draw = () => {
-    const error = model.get("error");
-    const empty = model.get("empty");
-    if (error || empty || positions.length === 0) {
-      message(root, error || empty || "No steps recorded yet.", { kind: error ? "error" : "empty" });
-      return;
-    }
-    if (body.parentNode !== root) root.replaceChildren(body);
+  const draw = guard(root, "Drawing the step scrubber", () => {
+    if (!present(root, body, viewState(model, positions.length === 0 && "No steps recorded yet."))) return;
     const step = Number(model.get("step"));
     const i = currentIndex();
     slider.value = String(i);
@@ -83,7 +70,7 @@ function render({ model, el: root }) {
     back.disabled = first.disabled = i <= 0;
     forward.disabled = last.disabled = i >= positions.length - 1;
     drawScalars();
-  };
+  });
 
   const drawScalars = () => {
     const at = model.get("scalars_at") ?? {};
@@ -159,7 +146,7 @@ function render({ model, el: root }) {
       },
     ],
   ];
-  for (const [target, type, fn] of handlers) target.addEventListener(type, fn);
+  const unbind = handlers.map(([target, type, fn]) => on(target, type, fn));
 
   decodePositions();
   draw();
@@ -177,7 +164,7 @@ function render({ model, el: root }) {
   ];
   return () => {
     for (const stop of stops) stop();
-    for (const [target, type, fn] of handlers) target.removeEventListener(type, fn);
+    for (const off of unbind) off();
     stopTimer();
     sendStep.flush();
   };

@@ -1,7 +1,9 @@
 // Draw a matrix onto a canvas with a colour scale, sharp on high-DPI screens,
-// and map pointer positions back to cells.
+// map pointer positions back to cells, and bind pointer events to cells.
 
 import { rgbToCss } from "./color.js";
+import { on } from "./dom.js";
+import { sizeCanvas } from "./linechart.js";
 
 /**
  * @typedef {object} HeatmapLayout
@@ -81,19 +83,12 @@ export function drawHeatmap(canvas, values, options) {
     );
   }
   const dpr = options.devicePixelRatio ?? globalThis.devicePixelRatio ?? 1;
-  canvas.width = Math.max(1, Math.round(width * dpr));
-  canvas.height = Math.max(1, Math.round(height * dpr));
-  canvas.style.width = `${width}px`;
-  canvas.style.height = `${height}px`;
-  const ctx = canvas.getContext("2d");
-  if (!ctx) throw new Error("nbviz heatmap: this browser gave no 2d canvas context");
+  const ctx = sizeCanvas(canvas, width, height, dpr);
 
   if (rows * cols > PIXEL_PATH_CELLS) {
     paintPixels(ctx, values, layout, canvas.width, canvas.height, scale);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   } else {
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, width, height);
     const gap = Math.min(layout.gap, layout.cellWidth / 2, layout.cellHeight / 2);
     for (let r = 0; r < rows; r++) {
       for (let c = 0; c < cols; c++) {
@@ -171,4 +166,35 @@ function paintPixels(ctx, values, layout, pw, ph, scale) {
   }
   ctx.setTransform(1, 0, 0, 1, 0, 0);
   ctx.putImageData(image, 0, 0);
+}
+
+/**
+ * @typedef {{row: number, col: number}} Cell
+ * @typedef {((e: {clientX: number, clientY: number}) => (Cell | null)) | null} CellLookup
+ */
+
+/**
+ * Pointer events on a heatmap canvas, as cells: `hover` with the cell under the
+ * pointer (null off the matrix), `leave`, and `click` on a cell. `lookup`
+ * returns the cellFromEvent of the latest drawing (null while none is drawn).
+ * @param {HTMLCanvasElement} canvas
+ * @param {() => CellLookup} lookup
+ * @param {{hover?: (cell: Cell | null) => void, leave?: () => void, click?: (cell: Cell) => void}} handlers
+ * @returns {() => void} removes the listeners
+ */
+export function bindCells(canvas, lookup, handlers) {
+  const cellOf = (/** @type {MouseEvent} */ e) => {
+    const find = lookup();
+    return find ? find(e) : null;
+  };
+  const onMove = (/** @type {MouseEvent} */ e) => handlers.hover?.(cellOf(e));
+  const onLeave = () => handlers.leave?.();
+  const onClick = (/** @type {MouseEvent} */ e) => {
+    const cell = cellOf(e);
+    if (cell) handlers.click?.(cell);
+  };
+  const offs = [on(canvas, "pointermove", onMove), on(canvas, "pointerleave", onLeave), on(canvas, "click", onClick)];
+  return () => {
+    for (const off of offs) off();
+  };
 }

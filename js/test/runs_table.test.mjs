@@ -1,0 +1,71 @@
+import assert from "node:assert/strict";
+import { describe, it, test } from "node:test";
+import runsTable, { bestRow, runCell } from "../runs_table.js";
+import { fakeModel, find, rowsOf, withDocument } from "./fake_dom.mjs";
+
+test("bestRow follows the column's direction and skips non-numbers", () => {
+  const rows = [{ cells: { m: 0.5 } }, { cells: { m: null } }, { cells: { m: 0.9 } }];
+  assert.equal(bestRow(/** @type {any} */ (rows), /** @type {any} */ ({ key: "m", better: "min" })), 0);
+  assert.equal(bestRow(/** @type {any} */ (rows), /** @type {any} */ ({ key: "m", better: "max" })), 2);
+  assert.equal(bestRow([], /** @type {any} */ ({ key: "m", better: "max" })), -1);
+});
+
+test("runCell gives the best value's step and flags NaN/Inf in the series", () => {
+  const row = /** @type {any} */ ({ name: "a", cells: { "best:loss": 0.25, "final:loss": null }, steps: { "best:loss": 1200 }, nonfinite: { "final:loss": 3 } });
+  assert.deepEqual(runCell(row, /** @type {any} */ ({ key: "best:loss", kind: "best" }), true), {
+    text: "0.25 @1,200",
+    class: ["nbviz-rt-best"],
+    title: "at step 1,200",
+  });
+  assert.deepEqual(runCell(row, /** @type {any} */ ({ key: "final:loss", kind: "final" }), false), {
+    text: "NaN",
+    class: ["nbviz-rt-bad"],
+    title: "3 NaN/Inf value(s) in this series",
+  });
+});
+
+describe("render", () => {
+  withDocument();
+
+  const traits = () => ({
+    columns: [
+      { key: "run", label: "run", kind: "run" },
+      { key: "config:lr", label: "lr", kind: "config" },
+      { key: "best:loss", label: "best loss", kind: "best", better: "min" },
+    ],
+    rows: [
+      { name: "lr0.3", cells: { run: "lr0.3", "config:lr": 0.3, "best:loss": 0.5 }, steps: {}, nonfinite: {} },
+      { name: "lr0.1", cells: { run: "lr0.1", "config:lr": 0.1, "best:loss": 0.2 }, steps: {}, nonfinite: {} },
+      { name: "<b>x</b>", cells: { run: "<b>x</b>", "config:lr": 1, "best:loss": null }, steps: {}, nonfinite: {} },
+    ],
+    sort_by: "",
+    descending: false,
+    selected: "",
+    empty: "",
+    error: "",
+  });
+
+  it("a header click sorts a metric best first, then turns it round; the best cell is marked", () => {
+    const model = fakeModel(traits());
+    const root = /** @type {any} */ (document.createElement("div"));
+    runsTable.render({ model, el: root });
+    const header = () => find(root, (n) => n.tagName === "TH");
+    header()[2].fire("click");
+    assert.deepEqual(model.saved.at(-1), { ...model.saved.at(-1), sort_by: "best:loss", descending: false });
+    model.change("sort_by", "best:loss");
+    assert.deepEqual(rowsOf(root).slice(1).map((tr) => tr.getAttribute("data-run")), ["lr0.1", "lr0.3", "<b>x</b>"]);
+    assert.equal(find(root, "nbviz-rt-best")[0].textContent, "0.2");
+    header()[2].fire("click");
+    assert.equal(model.saved.at(-1).descending, true);
+  });
+
+  it("run names stay text; an empty run list says why instead of a blank table", () => {
+    const model = fakeModel(traits());
+    const root = /** @type {any} */ (document.createElement("div"));
+    runsTable.render({ model, el: root });
+    assert.equal(rowsOf(root)[3].children[0].textContent, "<b>x</b>");
+    model.change("empty", "No runs given.");
+    assert.equal(root.textContent, "No runs given.");
+    assert.ok(find(root, "nbviz-message-empty").length === 1);
+  });
+});
