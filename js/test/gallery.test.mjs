@@ -1,113 +1,9 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import gallery, { bytesOf, detailLines, finiteRange, layerLine, topKRows } from "../gallery.js";
-
-/** Just enough of a DOM for the gallery's render(): elements, text, classes, events. */
-class FakeNode {
-  constructor(tag) {
-    this.tagName = tag.toUpperCase();
-    this.children = [];
-    this.attributes = {};
-    this.style = {};
-    this.parentNode = null;
-    this.listeners = {};
-    this._text = "";
-    const classes = new Set();
-    this.classList = {
-      add: (...names) => names.forEach((n) => classes.add(n)),
-      remove: (...names) => names.forEach((n) => classes.delete(n)),
-      toggle: (n, on) => ((on ?? !classes.has(n)) ? classes.add(n) : classes.delete(n)),
-      contains: (n) => classes.has(n),
-    };
-    Object.defineProperty(this, "innerHTML", {
-      set() {
-        throw new Error("innerHTML must never be used");
-      },
-    });
-  }
-  set textContent(v) {
-    this._text = String(v);
-    this.children = [];
-  }
-  get textContent() {
-    return this._text + this.children.map((c) => c.textContent).join("");
-  }
-  setAttribute(name, value) {
-    this.attributes[name] = String(value);
-  }
-  getAttribute(name) {
-    return this.attributes[name] ?? null;
-  }
-  append(...nodes) {
-    for (const n of nodes) n.parentNode = this;
-    this.children.push(...nodes);
-  }
-  replaceChildren(...nodes) {
-    this._text = "";
-    this.children = [];
-    this.append(...nodes);
-  }
-  contains(node) {
-    return node === this || this.children.some((c) => c.contains && c.contains(node));
-  }
-  closest(selector) {
-    const cls = selector.slice(1);
-    for (let n = this; n; n = n.parentNode) if (n.classList && n.classList.contains(cls)) return n;
-    return null;
-  }
-  addEventListener(type, fn) {
-    (this.listeners[type] ??= []).push(fn);
-  }
-  getContext() {
-    return null;
-  }
-  /** Fire an event here and let it bubble up, as a click does. */
-  fire(type, extra = {}) {
-    const event = { type, target: this, preventDefault() {}, ...extra };
-    for (let n = this; n; n = n.parentNode) for (const fn of n.listeners?.[type] ?? []) fn(event);
-  }
-}
-
-class FakeText {
-  constructor(text) {
-    this.textContent = text;
-  }
-}
-
-/** All descendants of `root` carrying class `cls`. */
-function find(root, cls) {
-  const out = [];
-  const walk = (n) => {
-    if (n.classList?.contains(cls)) out.push(n);
-    for (const c of n.children ?? []) walk(c);
-  };
-  walk(root);
-  return out;
-}
-
-/** A widget model: traits, change events, and what the view saved. */
-function fakeModel(traits) {
-  const values = { ...traits };
-  const handlers = {};
-  const saved = [];
-  return {
-    saved,
-    get: (name) => values[name],
-    set: (name, value) => {
-      values[name] = value;
-    },
-    save_changes: () => saved.push({ ...values }),
-    on: (event, fn) => (handlers[event] ??= []).push(fn),
-    off: (event, fn) => {
-      handlers[event] = (handlers[event] ?? []).filter((f) => f !== fn);
-    },
-    /** Python changes a trait: listeners run. */
-    change(name, value) {
-      values[name] = value;
-      for (const fn of handlers[`change:${name}`] ?? []) fn();
-    },
-  };
-}
+import { describe, it } from "node:test";
+import gallery from "../gallery.js";
+import { detailLines, layerLine, topKRows } from "../lib/gallery/detail.js";
+import { bytesOf } from "../lib/images.js";
+import { FakeNode, fakeModel, find, rowsOf, withDocument } from "./fake_dom.mjs";
 
 const f4 = (values, shape = [values.length]) => {
   const data = new Float32Array(values);
@@ -143,12 +39,6 @@ describe("helpers", () => {
     assert.deepEqual(topKRows(undefined), []);
   });
 
-  it("finiteRange skips NaN and infinities and reads a slice", () => {
-    assert.deepEqual(finiteRange([3, NaN, -1, Infinity, 7]), [-1, 7]);
-    assert.deepEqual(finiteRange([5, 1, 2, 9], 1, 2), [1, 2]);
-    assert.deepEqual(finiteRange([NaN]), [0, 0]);
-  });
-
   it("detailLines list the label and, once evaluated, the prediction", () => {
     assert.deepEqual(detailLines({ id: 4, label: 1, label_name: "one", evaluated: false }), [
       ["id", "#4"],
@@ -170,15 +60,7 @@ describe("helpers", () => {
 });
 
 describe("render", () => {
-  before(() => {
-    globalThis.document = {
-      createElement: (tag) => new FakeNode(tag),
-      createTextNode: (text) => new FakeText(text),
-    };
-  });
-  after(() => {
-    delete globalThis.document;
-  });
+  withDocument();
 
   const traits = () => ({
     ids: [5, 6],
@@ -256,7 +138,7 @@ describe("render", () => {
     assert.notEqual(box.style.display, "none");
     assert.equal(box.getAttribute("data-id"), "5");
     const top = find(box, "nbviz-gallery-topk")[0];
-    assert.deepEqual(top.children.map((tr) => tr.getAttribute("data-class")), ["1", "0"]);
+    assert.deepEqual(rowsOf(top).map((tr) => tr.getAttribute("data-class")), ["1", "0"]);
     assert.match(top.textContent, /<b>ham<\/b>10\.0%/);
     assert.equal(find(box, "nbviz-gallery-detail-text")[0].textContent, "<img src=x onerror=alert(1)>");
     const layers = find(box, "nbviz-gallery-layer").filter((n) => n.getAttribute("data-layer"));
