@@ -6,10 +6,14 @@
 // cell in the Dashboard) fades every other point. Class names are data: textContent only.
 import createScatterplot from "regl-scatterplot";
 import { childView } from "./lib/child.js";
-import { el, message, throttle } from "./lib/dom.js";
-import { formatNumber } from "./lib/linechart.js";
+import { el, fillSelect, on, select } from "./lib/dom.js";
+import { ObjectUrls } from "./lib/images.js";
 import { listen, save } from "./lib/model.js";
-import { boxToData, colourCodes, linearScale, pointSize, pointsInBox } from "./lib/points.js";
+import { boxToData, colourCodes, decodePoints, linearScale, pointSize, pointsInBox } from "./lib/points.js";
+import { boxSelect } from "./lib/projector/box_select.js";
+import { legendItems } from "./lib/projector/legend.js";
+import { throttle } from "./lib/schedule.js";
+import { guard, message, viewState } from "./lib/state.js";
 import { decodeArray, encodeArray } from "./lib/wire.js";
 
 const METHODS = /** @type {const} */ ([
@@ -28,31 +32,13 @@ const COLOR_BY = /** @type {const} */ ([
 const LABEL = { pca: "PCA", tsne: "t-SNE", umap: "UMAP" };
 
 /**
- * @param {HTMLSelectElement} select
- * @param {ReadonlyArray<readonly [string, string]>} options
- */
-function fill(select, options) {
-  select.replaceChildren(
-    ...options.map(([value, text]) => el("option", { text, attrs: { value } })),
-  );
-}
-
-/**
  * @param {{model: import("./lib/model.js").AnyModel, el: HTMLElement}} ctx
  */
 function render({ model, el: root }) {
   root.classList.add("nbviz", "nbviz-projector");
-  const methodSelect = /** @type {HTMLSelectElement} */ (
-    el("select", { class: "nbviz-pj-method", attrs: { "aria-label": "method" } })
-  );
-  fill(methodSelect, METHODS);
-  const colourSelect = /** @type {HTMLSelectElement} */ (
-    el("select", { class: "nbviz-pj-color", attrs: { "aria-label": "colour by" } })
-  );
-  fill(colourSelect, COLOR_BY);
-  const classSelect = /** @type {HTMLSelectElement} */ (
-    el("select", { class: "nbviz-pj-class", attrs: { "aria-label": "class" } })
-  );
+  const methodSelect = select("nbviz-pj-method", "method", METHODS);
+  const colourSelect = select("nbviz-pj-color", "colour by", COLOR_BY);
+  const classSelect = select("nbviz-pj-class", "class");
   const modeButtons = /** @type {Record<string, HTMLButtonElement>} */ ({});
   for (const [mode, text] of [
     ["pan", "pan / zoom"],
@@ -119,29 +105,6 @@ function render({ model, el: root }) {
   const xScale = linearScale([-1, 1], [0, 1]);
   const yScale = linearScale([-1, 1], [1, 0]);
 
-  const decodePoints = () => {
-    const raw = model.get("points");
-    if (!raw || !raw.n) return null;
-    const xy = /** @type {Float32Array} */ (decodeArray(raw.xy).data);
-    const n = raw.n;
-    const x = new Float32Array(n);
-    const y = new Float32Array(n);
-    for (let i = 0; i < n; i++) {
-      x[i] = xy[2 * i];
-      y[i] = xy[2 * i + 1];
-    }
-    return {
-      ...raw,
-      xy,
-      x,
-      y,
-      label: decodeArray(raw.label).data,
-      pred: decodeArray(raw.pred).data,
-      confidence: decodeArray(raw.confidence).data,
-      loss: decodeArray(raw.loss).data,
-    };
-  };
-
   const indicesOf = (/** @type {string} */ trait) => {
     const payload = model.get(trait);
     if (!payload || !payload.indices) return [];
@@ -204,15 +167,12 @@ function render({ model, el: root }) {
     return keep;
   };
 
-  const draw = () => {
+  // the message goes above the body, which stays in the page: the plot keeps its WebGL canvas
+  const draw = guard(messageHost, "Drawing the projection", () => {
     const raw = model.get("points");
-    if (model.get("error")) {
-      message(messageHost, model.get("error"), { kind: "error" });
-      body.style.display = "none";
-      return;
-    }
-    if (model.get("empty")) {
-      message(messageHost, model.get("empty"), { kind: "empty" });
+    const state = viewState(model);
+    if (state) {
+      message(messageHost, state.text, { kind: state.kind });
       body.style.display = "none";
       return;
     }
@@ -226,7 +186,7 @@ function render({ model, el: root }) {
     if (!scatter) return;
     const started = performance.now();
     const fresh = stale || !points;
-    if (fresh) points = decodePoints();
+    if (fresh) points = decodePoints(model.get("points"));
     stale = false;
     const { codes, colors } = colourCodes(model.get("color_by"), points);
     const highlight = indicesOf("highlight");
@@ -261,31 +221,10 @@ function render({ model, el: root }) {
         root.dataset.method = String(raw.method);
       });
     drawn = true;
-    drawLegend(colors, codes.includes(colors.length - 1));
+    const unknown = codes.includes(colors.length - 1);
+    legend.replaceChildren(...legendItems(model.get("color_by"), colors, model.get("class_names") || [], points.loss_max, unknown));
     updateText();
-  };
-
-  const drawLegend = (/** @type {string[]} */ colors, /** @type {boolean} */ unknown) => {
-    const by = model.get("color_by");
-    const names = model.get("class_names") || [];
-    const items = [];
-    const swatch = (/** @type {string} */ c) =>
-      el("span", { class: "nbviz-projector-swatch", style: { background: c } });
-    if (by === "label" || by === "prediction") {
-      for (let i = 0; i < colors.length - 1; i++) {
-        items.push(el("span", {}, [swatch(colors[i]), names[i] ?? `class ${i}`]));
-      }
-    } else if (by === "correct") {
-      items.push(el("span", {}, [swatch(colors[0]), "correct"]));
-      items.push(el("span", {}, [swatch(colors[1]), "wrong"]));
-    } else if (by === "confidence" || by === "loss") {
-      const hi = by === "loss" ? `loss ${formatNumber(points.loss_max)}+` : "confidence 1";
-      items.push(el("span", {}, [swatch(colors[0]), by === "loss" ? "loss 0" : "confidence 0"]));
-      items.push(el("span", {}, [swatch(colors[colors.length - 2]), hi]));
-    }
-    if (by !== "none" && unknown) items.push(el("span", {}, [swatch(colors[colors.length - 1]), "unknown"]));
-    legend.replaceChildren(...items);
-  };
+  });
 
   const updateText = () => {
     const shown = model.get("shown_method");
@@ -310,7 +249,7 @@ function render({ model, el: root }) {
     const current = String(model.get("filter_class"));
     const options = [["-1", "all classes"]];
     for (let i = 0; i < k; i++) options.push([String(i), names[i] ?? `class ${i}`]);
-    if (classSelect.options.length !== options.length) fill(classSelect, options);
+    if (classSelect.options.length !== options.length) fillSelect(classSelect, /** @type {Array<[string, string]>} */ (options));
     classSelect.value = current;
   };
 
@@ -338,17 +277,16 @@ function render({ model, el: root }) {
   };
   const requestSample = throttle((/** @type {number} */ i) => save(model, { hover_index: i }), 80);
 
+  const tipUrls = new ObjectUrls();
   const showSample = () => {
     const s = model.get("hover_sample");
     if (!s || String(s.index) !== tip.dataset.index) return;
     const host = tip.querySelector(".nbviz-pj-tip-sample");
     if (!host) return;
     const parts = [el("div", { text: `id ${s.id}` })];
-    if (s.kind === "image" && s.png) {
-      const url = URL.createObjectURL(new Blob([s.png], { type: "image/png" }));
-      const img = /** @type {HTMLImageElement} */ (el("img", { attrs: { alt: `sample ${s.id}` } }));
-      img.onload = () => URL.revokeObjectURL(url);
-      img.src = url;
+    tipUrls.revoke();
+    const img = s.kind === "image" ? tipUrls.png(s.png, { alt: `sample ${s.id}` }) : null;
+    if (img) {
       parts.unshift(img);
     } else if (s.kind === "text") {
       parts.push(el("div", { text: String(s.text).slice(0, 200) }));
@@ -357,37 +295,8 @@ function render({ model, el: root }) {
   };
 
   // box selection: drag on the overlay, select the points inside
-  /** @type {{x0: number, y0: number, x1: number, y1: number} | null} */
-  let box = null;
-  const local = (/** @type {MouseEvent} */ e) => {
-    const r = stage.getBoundingClientRect();
-    return [e.clientX - r.left, e.clientY - r.top];
-  };
-  const onDown = (/** @type {MouseEvent} */ e) => {
-    const [x, y] = local(e);
-    box = { x0: x, y0: y, x1: x, y1: y };
-    e.preventDefault();
-  };
-  const onMove = (/** @type {MouseEvent} */ e) => {
-    if (!box) return;
-    [box.x1, box.y1] = local(e);
-    Object.assign(rect.style, {
-      display: "",
-      left: `${Math.min(box.x0, box.x1)}px`,
-      top: `${Math.min(box.y0, box.y1)}px`,
-      width: `${Math.abs(box.x1 - box.x0)}px`,
-      height: `${Math.abs(box.y1 - box.y0)}px`,
-    });
-  };
-  const onUp = (/** @type {MouseEvent} */ e) => {
-    if (!box) return;
-    [box.x1, box.y1] = local(e);
-    rect.style.display = "none";
-    const done = box;
-    box = null;
-    if (!points || !plot || Math.abs(done.x1 - done.x0) < 3 || Math.abs(done.y1 - done.y0) < 3) {
-      return;
-    }
+  const onBox = (/** @type {import("./lib/projector/box_select.js").Box} */ done) => {
+    if (!points || !plot) return;
     const polygon = boxToData(done, xScale, yScale);
     root.dataset.lastBox = JSON.stringify(polygon);
     let inside = pointsInBox(points.xy, polygon);
@@ -399,25 +308,21 @@ function render({ model, el: root }) {
     plot.select(inside); // publishes "select", which sends the indices to Python
     if (!inside.length) sendPicked([]);
   };
-  boxLayer.addEventListener("mousedown", onDown);
-  window.addEventListener("mousemove", onMove);
-  window.addEventListener("mouseup", onUp);
 
-  for (const [name, button] of Object.entries(modeButtons)) {
-    button.addEventListener("click", () => setMode(name));
-  }
-  clearButton.addEventListener("click", () => {
-    if (plot) plot.deselect();
-    sendPicked([]);
-  });
-  resetButton.addEventListener("click", () => plot && plot.reset());
-  // stopping keeps the layout on screen: choosing its method cancels the background job
-  stopButton.addEventListener("click", () => save(model, { method: model.get("shown_method") }));
-  methodSelect.addEventListener("change", () => save(model, { method: methodSelect.value }));
-  colourSelect.addEventListener("change", () => save(model, { color_by: colourSelect.value }));
-  classSelect.addEventListener("change", () =>
-    save(model, { filter_class: Number(classSelect.value) }),
-  );
+  const unbind = [
+    boxSelect(boxLayer, stage, rect, onBox),
+    ...Object.entries(modeButtons).map(([name, button]) => on(button, "click", () => setMode(name))),
+    on(clearButton, "click", () => {
+      if (plot) plot.deselect();
+      sendPicked([]);
+    }),
+    on(resetButton, "click", () => plot && plot.reset()),
+    // stopping keeps the layout on screen: choosing its method cancels the background job
+    on(stopButton, "click", () => save(model, { method: model.get("shown_method") })),
+    on(methodSelect, "change", () => save(model, { method: methodSelect.value })),
+    on(colourSelect, "change", () => save(model, { color_by: colourSelect.value })),
+    on(classSelect, "change", () => save(model, { filter_class: Number(classSelect.value) })),
+  ];
 
   const resize = new ResizeObserver(() => {
     const { width, height } = stage.getBoundingClientRect();
@@ -439,11 +344,11 @@ function render({ model, el: root }) {
     selectedText.textContent = n ? `${n.toLocaleString()} selected` : "";
   };
 
-  const gallery = childView(model, "gallery", galleryHost, () =>
-    message(galleryHost, "Select points (box or lasso) to see their samples here.", {
-      kind: "empty",
-    }),
-  );
+  const gallery = childView(model, "gallery", galleryHost, {
+    what: "Showing the samples",
+    placeholder: () =>
+      message(galleryHost, "Select points (box or lasso) to see their samples here.", { kind: "empty" }),
+  });
   void gallery.refresh();
   draw();
   const schedule = throttle(draw, 50);
@@ -462,9 +367,9 @@ function render({ model, el: root }) {
     schedule.cancel();
     requestSample.cancel();
     resize.disconnect();
-    window.removeEventListener("mousemove", onMove);
-    window.removeEventListener("mouseup", onUp);
+    for (const off of unbind) off();
     gallery.remove();
+    tipUrls.revoke();
     if (plot) plot.destroy();
   };
 }

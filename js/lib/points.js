@@ -1,7 +1,9 @@
-// Pure helpers of the embedding projector: point colours by mode, point size by
-// count, a minimal linear scale (what regl-scatterplot keeps in step with its
-// camera), and box <-> data-space conversions. No DOM, no WebGL: unit-tested in node.
+// Pure helpers of the embedding projector: the points decoded from the wire,
+// point colours by mode, point size by count, a minimal linear scale (what
+// regl-scatterplot keeps in step with its camera), and box <-> data-space
+// conversions. No DOM, no WebGL: unit-tested in node.
 import { MISSING_RGB, paletteFor, rgbToHex, viridis } from "./color.js";
+import { decodeArray } from "./wire.js";
 
 /** Bins of the continuous colour modes (confidence, loss). */
 export const BINS = 32;
@@ -16,6 +18,35 @@ export const BINS = 32;
  * @property {number} n_classes
  * @property {number} missing
  */
+
+/**
+ * The `points` trait decoded: positions as x and y arrays (and interleaved as
+ * xy), the per-point class, prediction, confidence and loss codes, and the
+ * payload's other fields (n, n_classes, missing, method, ...). Null when empty.
+ * @param {any} raw
+ * @returns {any}
+ */
+export function decodePoints(raw) {
+  if (!raw || !raw.n) return null;
+  const xy = /** @type {Float32Array} */ (decodeArray(raw.xy).data);
+  const n = raw.n;
+  const x = new Float32Array(n);
+  const y = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    x[i] = xy[2 * i];
+    y[i] = xy[2 * i + 1];
+  }
+  return {
+    ...raw,
+    xy,
+    x,
+    y,
+    label: decodeArray(raw.label).data,
+    pred: decodeArray(raw.pred).data,
+    confidence: decodeArray(raw.confidence).data,
+    loss: decodeArray(raw.loss).data,
+  };
+}
 
 /**
  * Category index of every point for a colour mode, and the colours of the categories.

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { changeColor, signed } from "../confusion.js";
+import { changeColor, signed } from "../lib/confusion/matrix.js";
 import { unitAt } from "../layer_browser.js";
 
 test("changeColor: blue where the model improved, red where it got worse, white for none", () => {
