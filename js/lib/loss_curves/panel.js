@@ -1,0 +1,205 @@
+// One panel of a LossCurves view drawn on its canvas: the y axis fitted to the
+// values in view (linear or log), the step axis, every series of the panel
+// (EMA-smoothed over its faint raw line, the highlighted run on top), the
+// NaN/Inf stretches as red bands with a mark where each began, the linked step
+// and the pointer as vertical lines.
+import { drawStepAxis, drawYAxis } from "../axis.js";
+import { extentIn, makeScale, sizeCanvas, tracePath, ema } from "../linechart.js";
+import { BREAK_NAMES, DASH, MIN_SMOOTHED } from "./series.js";
+
+const HEIGHT = 210;
+const M = { left: 58, right: 14, top: 12, bottom: 24 };
+const BREAK_COLOR = "#c62828";
+
+/**
+ * @typedef {import("./series.js").Series} Series
+ * @typedef {import("../linechart.js").Scale} Scale
+ */
+
+/**
+ * @typedef {object} PanelOptions
+ * @property {Series[]} list  the panel's series
+ * @property {import("./series.js").DataOf} dataOf
+ * @property {number} width  CSS px
+ * @property {[number, number]} domain  the steps in view
+ * @property {boolean} log  log y axis
+ * @property {number} smoothing  EMA weight in [0, 1)
+ * @property {number} step  the linked step
+ * @property {number | null} hover  the pointer's x in CSS px, null when it is elsewhere
+ * @property {string} highlight  the emphasised run ("" for none)
+ * @property {(s: Series) => string} colorOf
+ * @property {{muted: string, grid: string, marker: string}} theme
+ */
+
+/**
+ * The y range to show: the values in view, padded 5%, widened when flat;
+ * a fallback range (and false) when nothing in view can be drawn.
+ * @param {PanelOptions} o
+ * @returns {{lo: number, hi: number, any: boolean}}
+ */
+export function yRange(o) {
+  const [x0, x1] = o.domain;
+  let lo = Number.POSITIVE_INFINITY;
+  let hi = Number.NEGATIVE_INFINITY;
+  for (const s of o.list) {
+    const d = o.dataOf(s);
+    const e = extentIn(d.steps, d.values, x0, x1, o.log);
+    if (e) [lo, hi] = [Math.min(lo, e[0]), Math.max(hi, e[1])];
+  }
+  const any = lo <= hi;
+  if (!any) [lo, hi] = o.log ? [0.1, 10] : [0, 1];
+  if (o.log) {
+    if (hi === lo) [lo, hi] = [lo / 2, hi * 2];
+    const pad = (hi / lo) ** 0.05;
+    return { lo: lo / pad, hi: hi * pad, any };
+  }
+  if (hi === lo) [lo, hi] = [lo - (Math.abs(lo) || 1) * 0.5, hi + (Math.abs(hi) || 1) * 0.5];
+  const pad = (hi - lo) * 0.05;
+  return { lo: lo - pad, hi: hi + pad, any };
+}
+
+/**
+ * A vertical line across the plot at x.
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {number} x
+ */
+function vertical(ctx, x) {
+  ctx.beginPath();
+  ctx.moveTo(x, M.top);
+  ctx.lineTo(x, HEIGHT - M.bottom);
+  ctx.stroke();
+}
+
+/**
+ * One series: a dot for a single point; smoothed over its faint raw line; or raw.
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {Series} s
+ * @param {PanelOptions} o
+ * @param {Scale} sx
+ * @param {Scale} sy
+ */
+function drawSeries(ctx, s, o, sx, sy) {
+  const d = o.dataOf(s);
+  const color = o.colorOf(s);
+  const dim = o.highlight && s.run !== o.highlight ? 0.25 : 1;
+  const lineWidth = o.highlight && s.run === o.highlight ? 2.6 : 1.6;
+  ctx.setLineDash(DASH[s.split] ?? []);
+  ctx.strokeStyle = color;
+  ctx.fillStyle = color;
+  if (d.steps.length === 1) {
+    ctx.globalAlpha = dim;
+    ctx.beginPath();
+    ctx.arc(sx.map(d.steps[0]), sy.map(d.values[0]), 3, 0, 2 * Math.PI);
+    ctx.fill();
+  } else if (o.smoothing > 0 && s.total >= MIN_SMOOTHED) {
+    ctx.globalAlpha = 0.25 * dim;
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    tracePath(ctx, d.steps, d.values, sx, sy);
+    ctx.stroke();
+    ctx.globalAlpha = dim;
+    ctx.lineWidth = lineWidth;
+    ctx.beginPath();
+    tracePath(ctx, d.steps, ema(d.values, o.smoothing, d.stride), sx, sy);
+    ctx.stroke();
+  } else {
+    ctx.globalAlpha = dim;
+    ctx.lineWidth = lineWidth;
+    ctx.beginPath();
+    tracePath(ctx, d.steps, d.values, sx, sy);
+    ctx.stroke();
+  }
+  ctx.setLineDash([]);
+  drawBreaks(ctx, s, o, sx, dim);
+}
+
+/**
+ * Where a series broke: a band over each non-finite stretch in view, a mark
+ * and its name (NaN, +Inf, -Inf) at its start.
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {Series} s
+ * @param {PanelOptions} o
+ * @param {Scale} sx
+ * @param {number} dim
+ */
+function drawBreaks(ctx, s, o, sx, dim) {
+  const [x0, x1] = o.domain;
+  const bottom = HEIGHT - M.bottom;
+  const b = s.breaks;
+  for (let i = 0; i + 2 < b.length; i += 3) {
+    const [s0, s1, kind] = [b[i], b[i + 1], b[i + 2]];
+    if (s1 < x0 || s0 > x1) continue;
+    const xa = sx.map(s0);
+    const xb = Math.max(sx.map(s1), xa + 1);
+    ctx.globalAlpha = 0.12 * dim;
+    ctx.fillStyle = BREAK_COLOR;
+    ctx.fillRect(xa, M.top, xb - xa, bottom - M.top);
+    ctx.globalAlpha = dim;
+    ctx.beginPath();
+    ctx.moveTo(xa, bottom);
+    ctx.lineTo(xa - 5, bottom - 9);
+    ctx.lineTo(xa + 5, bottom - 9);
+    ctx.closePath();
+    ctx.fill();
+    ctx.fillStyle = BREAK_COLOR;
+    ctx.textAlign = "left";
+    ctx.textBaseline = "bottom";
+    ctx.fillText(BREAK_NAMES.get(kind) ?? "NaN", xa + 6, bottom - 2);
+  }
+}
+
+/**
+ * Draw a panel; returns its step scale (pixel <-> step, for the pointer).
+ * @param {HTMLCanvasElement} canvas
+ * @param {PanelOptions} o
+ * @returns {Scale}
+ */
+export function drawPanel(canvas, o) {
+  const { width, theme } = o;
+  const ctx = sizeCanvas(canvas, width, HEIGHT);
+  const [x0, x1] = o.domain;
+  const sx = makeScale(x0, x1, M.left, width - M.right);
+  const bottom = HEIGHT - M.bottom;
+  const { lo, hi, any } = yRange(o);
+  ctx.font = "11px sans-serif";
+  ctx.fillStyle = theme.muted;
+  if (!any) {
+    ctx.fillText(o.log ? "no positive values to show on a log axis" : "no finite values in view", M.left + 8, HEIGHT / 2);
+  }
+  const sy = makeScale(lo, hi, bottom, M.top, o.log);
+
+  // axes and grid
+  drawYAxis(ctx, sy, { lo, hi, log: o.log, count: 4, left: M.left, right: width - M.right, gap: 6, theme });
+  drawStepAxis(ctx, sx, { from: x0, to: x1, count: Math.max(2, Math.floor(width / 110)), y: bottom + 6, theme });
+  ctx.strokeStyle = theme.muted;
+  ctx.beginPath();
+  ctx.moveTo(M.left + 0.5, M.top);
+  ctx.lineTo(M.left + 0.5, bottom + 0.5);
+  ctx.lineTo(width - M.right, bottom + 0.5);
+  ctx.stroke();
+
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(M.left, M.top - 2, width - M.left - M.right, bottom - M.top + 4);
+  ctx.clip();
+  // the highlighted run last, on top
+  const ordered = [...o.list].sort((a, b) => Number(a.run === o.highlight) - Number(b.run === o.highlight));
+  for (const s of ordered) drawSeries(ctx, s, o, sx, sy);
+  ctx.globalAlpha = 1;
+  // the linked step, and the pointer
+  if (o.step >= x0 && o.step <= x1) {
+    ctx.strokeStyle = theme.marker;
+    ctx.setLineDash([3, 3]);
+    ctx.lineWidth = 1;
+    vertical(ctx, Math.round(sx.map(o.step)) + 0.5);
+    ctx.setLineDash([]);
+  }
+  if (o.hover !== null) {
+    ctx.strokeStyle = theme.muted;
+    ctx.globalAlpha = 0.6;
+    vertical(ctx, o.hover + 0.5);
+    ctx.globalAlpha = 1;
+  }
+  ctx.restore();
+  return sx;
+}

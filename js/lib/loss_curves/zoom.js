@@ -1,0 +1,105 @@
+// Zoom and pan over steps, shared by every panel of a LossCurves view: the
+// wheel zooms around the pointer, a drag pans a zoomed view, a click picks a
+// step, a double click resets. The pure parts (what a wheel or a drag does to
+// the steps in view) are separate from the listeners.
+import { on } from "../dom.js";
+
+/** @typedef {[number, number]} Domain */
+
+/**
+ * Keep a span of steps inside the full range, shifting it back in; null when
+ * it covers the full range (the view is not zoomed).
+ * @param {number} a
+ * @param {number} b
+ * @param {Domain} full
+ * @returns {Domain | null}
+ */
+export function clampDomain(a, b, full) {
+  const span = b - a;
+  if (span >= full[1] - full[0]) return null;
+  if (a < full[0]) [a, b] = [full[0], full[0] + span];
+  if (b > full[1]) [a, b] = [full[1] - span, full[1]];
+  return [a, b];
+}
+
+/**
+ * The steps in view after a wheel turn of `deltaY` at step `center`: the span
+ * shrinks or grows by up to e times a turn, around the centre, never under 4 steps.
+ * @param {Domain} current
+ * @param {Domain} full
+ * @param {number} center
+ * @param {number} deltaY
+ * @returns {Domain | null}
+ */
+export function zoomAt(current, full, center, deltaY) {
+  const [a, b] = current;
+  const c = Math.min(Math.max(center, a), b);
+  const f = Math.exp(Math.max(-1, Math.min(1, deltaY * 0.002)));
+  const span = Math.max((b - a) * f, 4);
+  const t = (c - a) / (b - a || 1);
+  return clampDomain(c - t * span, c + (1 - t) * span, full);
+}
+
+/**
+ * @typedef {object} PanZoomHandlers
+ * @property {() => ({map: (v: number) => number, invert: (px: number) => number} | null | undefined)} scale
+ *   the panel's step scale as last drawn
+ * @property {() => Domain} current  the steps in view
+ * @property {() => boolean} zoomed
+ * @property {(domain: Domain | null) => void} setDomain  null: the full range
+ * @property {(px: number) => void} hover  the pointer moved to x (CSS px)
+ * @property {() => void} leave
+ * @property {(step: number) => void} pick  a click (not a drag) at a step
+ */
+
+/**
+ * Listen on one panel's canvas.
+ * @param {HTMLCanvasElement} canvas
+ * @param {() => Domain} full  the full range of steps
+ * @param {PanZoomHandlers} h
+ * @returns {() => void} removes the listeners
+ */
+export function panZoom(canvas, full, h) {
+  /** @type {{x: number, domain: Domain, moved: boolean} | null} */
+  let drag = null;
+  const local = (/** @type {MouseEvent} */ e) => e.clientX - canvas.getBoundingClientRect().left;
+  const onWheel = (/** @type {WheelEvent} */ e) => {
+    const sx = h.scale();
+    if (!sx) return;
+    e.preventDefault();
+    h.setDomain(zoomAt(h.current(), full(), sx.invert(local(e)), e.deltaY));
+  };
+  const onDown = (/** @type {PointerEvent} */ e) => {
+    drag = { x: e.clientX, domain: h.current(), moved: false };
+    canvas.setPointerCapture?.(e.pointerId);
+  };
+  const onMove = (/** @type {PointerEvent} */ e) => {
+    const sx = h.scale();
+    if (drag && sx) {
+      const dx = e.clientX - drag.x;
+      if (Math.abs(dx) > 3) drag.moved = true;
+      if (drag.moved && h.zoomed()) {
+        const [a, b] = drag.domain;
+        const per = (b - a) / (sx.map(b) - sx.map(a) || 1);
+        h.setDomain(clampDomain(a - dx * per, b - dx * per, full()));
+      }
+    }
+    h.hover(local(e));
+  };
+  const onUp = (/** @type {PointerEvent} */ e) => {
+    const sx = h.scale();
+    if (drag && !drag.moved && sx) h.pick(sx.invert(local(e)));
+    drag = null;
+  };
+  const offs = [
+    on(canvas, "wheel", onWheel, { passive: false }),
+    on(canvas, "pointerdown", onDown),
+    on(canvas, "pointermove", onMove),
+    on(canvas, "pointerup", onUp),
+    on(canvas, "pointerleave", () => h.leave()),
+    on(canvas, "dblclick", () => h.setDomain(null)),
+  ];
+  return () => {
+    for (const off of offs) off();
+  };
+}

@@ -1,0 +1,96 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { yRange } from "../lib/loss_curves/panel.js";
+import { breakText, nearestStep, readoutText, stepRange, styleText } from "../lib/loss_curves/series.js";
+import { clampDomain, zoomAt } from "../lib/loss_curves/zoom.js";
+
+/** A series as decodeSeries makes it. */
+const series = (name, steps, values, extra = {}) => ({
+  id: name,
+  run: "r",
+  runIndex: 0,
+  name,
+  stem: "loss",
+  split: name.startsWith("val") ? "val" : "train",
+  steps: Float64Array.from(steps),
+  values: Float64Array.from(values),
+  stride: 1,
+  total: steps.length,
+  breaks: new Float64Array(0),
+  nBreaks: 0,
+  ...extra,
+});
+const raw = (s) => s;
+
+describe("series", () => {
+  const train = series("train_loss", [0, 10, 20, 30], [2, 1.5, 1.2, 1]);
+  const val = series("val_loss", [10, 30], [1.8, 1.4]);
+
+  it("readoutText gives each series' value at the step, and its own step when earlier", () => {
+    assert.equal(readoutText([train, val], 20, { nearest: false, runs: 1, dataOf: raw }), "step 20: train_loss 1.2 \u00b7 val_loss 1.8 (step 10)");
+    assert.equal(readoutText([val], 5, { nearest: false, runs: 1, dataOf: raw }), "step 5: val_loss from step 10");
+    assert.equal(readoutText([], 5, { nearest: false, runs: 1, dataOf: raw }), "step 5: no values yet");
+  });
+
+  it("readoutText under the pointer moves to the nearest recorded step; runs are named with several", () => {
+    assert.equal(readoutText([train], 13, { nearest: true, runs: 2, dataOf: raw }), "step 10: r train_loss 1.5");
+  });
+
+  it("nearestStep looks across the series, NaN when none has a point", () => {
+    assert.equal(nearestStep([train, val], 27, raw), 30);
+    assert.ok(Number.isNaN(nearestStep([], 27, raw)));
+  });
+
+  it("breakText names the first break and counts the stretches", () => {
+    const broken = series("train_loss", [0, 1], [1, Number.NaN], { breaks: Float64Array.from([35, 40, 0, 50, 50, 1]), nBreaks: 2 });
+    assert.equal(breakText(broken, false), "train_loss is NaN from step 35 (2 stretches of NaN/Inf)");
+    assert.equal(breakText(broken, true), "r: train_loss is NaN from step 35 (2 stretches of NaN/Inf)");
+    assert.equal(breakText(train, true), "");
+  });
+
+  it("stepRange spans every series, and never collapses to a point", () => {
+    assert.deepEqual(stepRange([train, val]), [0, 30]);
+    assert.deepEqual(stepRange([series("x", [7], [1])]), [7, 8]);
+    assert.deepEqual(stepRange([]), [0, 1]);
+  });
+
+  it("styleText names a split's line style", () => {
+    assert.equal(styleText("train"), "solid: train");
+    assert.equal(styleText("val"), "dashed: val");
+    assert.equal(styleText("test"), "dotted: test");
+  });
+});
+
+describe("panel", () => {
+  const base = { dataOf: raw, width: 400, smoothing: 0, step: 0, hover: null, highlight: "", colorOf: () => "#000", theme: {} };
+  it("yRange pads the values in view by 5%", () => {
+    const r = yRange({ ...base, list: [series("loss", [0, 10], [1, 3])], domain: [0, 10], log: false });
+    assert.deepEqual([r.lo, r.hi, r.any], [0.9, 3.1, true]);
+  });
+
+  it("yRange ignores NaN/Inf and, on a log axis, values <= 0; with nothing left it says so", () => {
+    const r = yRange({ ...base, list: [series("loss", [0, 1, 2], [Number.NaN, 0, -1])], domain: [0, 2], log: true });
+    assert.equal(r.any, false);
+    assert.ok(r.lo > 0 && r.hi > r.lo);
+    const flat = yRange({ ...base, list: [series("loss", [0, 1], [2, 2])], domain: [0, 1], log: false });
+    assert.ok(flat.lo < 2 && flat.hi > 2, "a flat line gets room around it");
+  });
+});
+
+describe("zoom", () => {
+  it("clampDomain shifts a span back inside the run, null when it covers it all", () => {
+    assert.deepEqual(clampDomain(-5, 15, [0, 100]), [0, 20]);
+    assert.deepEqual(clampDomain(90, 110, [0, 100]), [80, 100]);
+    assert.equal(clampDomain(-10, 120, [0, 100]), null);
+  });
+
+  it("zoomAt keeps the step under the pointer in place", () => {
+    const [a, b] = /** @type {[number, number]} */ (zoomAt([0, 100], [0, 100], 25, -200));
+    assert.ok(b - a < 100, "a wheel turn up zooms in");
+    assert.ok(Math.abs((25 - a) / (b - a) - 0.25) < 1e-9);
+    assert.deepEqual(zoomAt([40, 60], [0, 100], 50, 5000)?.map(Math.round), [23, 77], "one turn grows the span e times at most");
+    assert.equal(zoomAt([10, 90], [0, 100], 50, 5000), null, "zooming out past the run shows it all");
+    const tight = zoomAt([50, 52], [0, 100], 51, -5000);
+    assert.ok(tight && tight[1] - tight[0] >= 4, "never under 4 steps");
+  });
+});
