@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { changeColor, signed } from "../lib/confusion/matrix.js";
-import { unitAt } from "../layer_browser.js";
+import { unitAt } from "../lib/layer_browser/units.js";
 
 test("changeColor: blue where the model improved, red where it got worse, white for none", () => {
   assert.deepEqual(changeColor(0, true, 5), [255, 255, 255]);

@@ -1,0 +1,59 @@
+// The dead map of a layer in the LayerBrowser: the fraction of the batch on
+// which each unit was zero, units down and captures across, the linked step's
+// column outlined, and a read-out of the cell under the pointer.
+import { sequentialScale } from "../color.js";
+import { el } from "../dom.js";
+import { formatStep } from "../format.js";
+import { bindCells, drawHeatmap } from "../heatmap.js";
+import { floorIndex } from "../steps.js";
+import { arr } from "./charts.js";
+
+/**
+ * The dead map of the `dead_map` trait: `el` to show, draw(step, width) to
+ * (re)draw it, remove() to stop its read-out.
+ * @param {any} dm  the `dead_map` trait
+ * @returns {{el: HTMLElement[], draw: (step: number, width: number) => void, remove: () => void}}
+ */
+export function deadMap(dm) {
+  if (!(dm.units > 0)) {
+    const text = dm.notice || "no per-unit statistics for this layer";
+    return { el: [el("div", { class: "nbviz-muted nbviz-lb-dead-empty", text })], draw: () => {}, remove: () => {} };
+  }
+  const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-dead" }));
+  const caption = el("div", { class: "nbviz-lb-caption nbviz-lb-dead-caption", text: dm.notice ? `showing ${dm.notice}` : "" });
+  const steps = arr(dm.steps);
+  const values = arr(dm.values); // [captures, units] row-major
+  const units = dm.units;
+  const cols = steps.length;
+  // units down, captures across
+  const t = new Float32Array(units * cols);
+  for (let j = 0; j < cols; j++) for (let u = 0; u < units; u++) t[u * cols + j] = values[j * units + u];
+  /** @type {import("../heatmap.js").CellLookup} */
+  let lookup = null;
+  const remove = bindCells(canvas, () => lookup, {
+    hover: (cell) => {
+      if (!cell) return;
+      const v = values[cell.col * units + cell.row];
+      caption.textContent = `unit ${cell.row} at step ${formatStep(steps[cell.col])}: zero on ${(v * 100).toFixed(0)}% of the batch`;
+    },
+  });
+  return {
+    el: [canvas, caption],
+    draw(step, width) {
+      const height = Math.max(60, Math.min(320, units * 4));
+      const drawn = drawHeatmap(canvas, t, { rows: units, cols, width, height, scale: sequentialScale(0, 1) });
+      lookup = drawn.cellFromEvent;
+      const at = floorIndex(steps, step);
+      if (at >= 0) {
+        const ctx = canvas.getContext("2d");
+        if (ctx) {
+          ctx.strokeStyle = "#d55e00";
+          ctx.lineWidth = 2;
+          ctx.strokeRect(at * drawn.layout.cellWidth, 1, Math.max(drawn.layout.cellWidth, 2), height - 2);
+        }
+      }
+      canvas.setAttribute("data-step-column", String(at));
+    },
+    remove,
+  };
+}

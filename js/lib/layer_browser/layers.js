@@ -1,0 +1,134 @@
+// The table of a LayerBrowser: one row per layer (indented by depth) with its
+// type, output shape, parameter count and finding badges, and a sparkline
+// with the value at the linked step for each health metric.
+import { el } from "../dom.js";
+import { formatNumber, formatStep } from "../format.js";
+import { drawSparkline } from "../sparkline.js";
+import { sortableTable } from "../table.js";
+import { arr, BLUE, GREEN, PINK } from "./charts.js";
+
+/** @type {Array<[string, string, boolean, string]>} metric, column title, log-scale sparkline, colour */
+const METRICS = [
+  ["zero_frac", "zero fraction", false, BLUE],
+  ["grad_norm", "gradient norm", true, PINK],
+  ["update_ratio", "update / weight", true, GREEN],
+];
+
+/**
+ * Row i of a row-major [rows, cols] matrix.
+ * @param {ArrayLike<number>} m
+ * @param {number} i
+ * @param {number} cols
+ * @returns {ArrayLike<number>}
+ */
+const row = (m, i, cols) =>
+  /** @type {any} */ (m).subarray ? /** @type {any} */ (m).subarray(i * cols, (i + 1) * cols) : Array.from(m).slice(i * cols, (i + 1) * cols);
+
+/**
+ * A metric's value at the step as text.
+ * @param {string} metric
+ * @param {number | undefined} v
+ */
+const metricText = (metric, v) =>
+  v === undefined || Number.isNaN(v) ? "\u2014" : metric === "zero_frac" ? `${(v * 100).toFixed(1)}%` : formatNumber(v);
+
+/**
+ * @typedef {Array<{canvas: HTMLCanvasElement, value: HTMLElement}>} Sparks  one per metric
+ */
+
+/**
+ * The layers' table.
+ * @param {any[]} layers  the `layers` trait
+ * @param {Record<string, Array<[string, string]>>} badges  layer -> [severity, text]
+ * @returns {{table: HTMLTableElement, sparks: Map<string, Sparks>}}
+ */
+export function layerTable(layers, badges) {
+  /** @type {Map<string, Sparks>} */
+  const sparks = new Map();
+  for (const layer of layers) {
+    sparks.set(
+      layer.name,
+      METRICS.map(() => ({
+        canvas: /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-spark" })),
+        value: el("span", { class: "nbviz-lb-value" }),
+      })),
+    );
+  }
+  const sparkOf = (/** @type {any} */ layer, /** @type {number} */ k) => sparks.get(layer.name)?.[k];
+  const table = sortableTable({
+    class: "nbviz-lb-table",
+    columns: [
+      {
+        key: "name",
+        label: "layer",
+        class: "nbviz-lb-name",
+        cell: (layer) => ({
+          style: { paddingLeft: `${8 + 14 * Math.max(0, layer.depth - 1)}px` },
+          nodes: [
+            layer.name,
+            ...(badges[layer.name] ?? []).map(([severity, text]) =>
+              el("span", { class: ["nbviz-badge", `nbviz-badge-${severity}`], text, attrs: { title: `${severity}: ${text}` } }),
+            ),
+          ],
+        }),
+      },
+      { key: "type", label: "type" },
+      { key: "shape", label: "output" },
+      { key: "params", label: "params", class: "nbviz-lb-num", cell: (layer) => (layer.params ? layer.params.toLocaleString("en-US") : "") },
+      ...METRICS.map(([metric, title], k) => ({
+        key: metric,
+        label: title,
+        cell: (/** @type {any} */ layer) => {
+          const s = sparkOf(layer, k);
+          return el("span", { class: "nbviz-lb-metric" }, s ? [s.canvas, s.value] : []);
+        },
+      })),
+    ],
+    rows: layers,
+    rowClass: (layer) => ["nbviz-lb-row", layer.watched ? "" : "nbviz-unwatched"],
+    rowAttrs: (layer) => ({ "data-layer": layer.name, title: layer.note || null, tabindex: 0 }),
+  });
+  return { table, sparks };
+}
+
+/**
+ * Mark the selected layer's row.
+ * @param {HTMLElement} table
+ * @param {string} selected
+ */
+export function markSelected(table, selected) {
+  for (const tr of table.querySelectorAll(".nbviz-lb-row")) {
+    const on = tr.getAttribute("data-layer") === selected;
+    tr.classList.toggle("nbviz-selected", on);
+    tr.setAttribute("aria-selected", String(on));
+  }
+}
+
+/**
+ * Draw every row's sparklines and values at the linked step; returns what the
+ * step line says about the captures shown ("zero fraction at 60, ...").
+ * @param {Map<string, Sparks>} sparks
+ * @param {any} spark  the `spark` trait
+ * @param {any} current  the `current` trait
+ * @param {number} step
+ * @returns {string[]}
+ */
+export function drawSparks(sparks, spark, current, step) {
+  const names = [...sparks.keys()];
+  const shownSteps = [];
+  for (const [k, [metric, title, log, color]] of METRICS.entries()) {
+    const entry = spark[metric];
+    const steps = entry ? arr(entry.steps) : new Float64Array(0);
+    const values = entry ? arr(entry.values) : new Float64Array(0);
+    const now = current[metric] ? arr(current[metric].values) : new Float64Array(0);
+    const at = current[metric]?.step ?? -1;
+    if (at >= 0) shownSteps.push(`${title} at ${formatStep(at)}`);
+    names.forEach((name, i) => {
+      const s = sparks.get(name)?.[k];
+      if (!s) return;
+      drawSparkline(s.canvas, steps, row(values, i, steps.length), { marker: step, log, color });
+      s.value.textContent = metricText(metric, now[i]);
+    });
+  }
+  return shownSteps;
+}
