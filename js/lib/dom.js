@@ -77,7 +77,3 @@ export function select(cls, label, options = []) {
   fillSelect(node, options);
   return node;
 }
-
-// The views still import these from here until they move to state.js and schedule.js.
-export { message } from "./state.js";
-export { throttle } from "./schedule.js";

@@ -163,8 +163,3 @@ export function themeColors(node) {
     marker: v("--jp-ui-font-color1", "#1f1f1f"),
   };
 }
-
-// The views still import these from here until they move to axis.js, format.js and steps.js.
-export { logTicks, niceTicks, tickLabels } from "./axis.js";
-export { formatNumber, formatStep } from "./format.js";
-export { floorIndex, lowerBound, nearestIndex } from "./steps.js";
