@@ -9,7 +9,7 @@ import { bindCells, drawHeatmap } from "./lib/heatmap.js";
 import { makeScale, sizeCanvas, themeColors } from "./lib/linechart.js";
 import { listen, save } from "./lib/model.js";
 import { guard, present, viewState } from "./lib/state.js";
-import { floorIndex } from "./lib/steps.js";
+import { snapIndex } from "./lib/steps.js";
 import { decodeArray } from "./lib/wire.js";
 
 const WIDTH = 420;
@@ -118,7 +118,7 @@ function render({ model, el: root }) {
   };
 
   /** Index of the sampled row shown for the linked step (the last at or before it). */
-  const rowOfStep = () => (data && data.rows ? Math.max(0, floorIndex(data.steps, model.get("step"))) : -1);
+  const rowOfStep = () => (data && data.rows ? snapIndex(data.steps, model.get("step")) : -1);
 
   /** The value axis under a plot: [lo, hi] across x0..x1, its top at y. */
   const valueAxis = (/** @type {CanvasRenderingContext2D} */ ctx, /** @type {number} */ x0, /** @type {number} */ x1, /** @type {number} */ y, /** @type {number} */ lo, /** @type {number} */ hi) =>

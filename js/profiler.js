@@ -153,7 +153,8 @@ function typeColor(type) {
  */
 
 /**
- * A sortable profiler table (class nbviz-prof-table).
+ * A sortable profiler table (class nbviz-prof-table). Numbers sort by value,
+ * text columns by their text as shown.
  * @param {ProfColumn[]} columns
  * @param {any[]} rows
  * @param {{sortBy: string, descending: boolean, onSort: (key: string) => void,
@@ -167,6 +168,8 @@ function table(columns, rows, options) {
       label: c.label,
       title: c.title,
       class: c.text ? "nbviz-prof-text" : undefined,
+      // a text column sorts by the text shown: the model itself, "(Sequential)", before its modules
+      sortValue: c.text && c.format ? (/** @type {any} */ r) => c.format?.(r[c.key], r) : undefined,
       cell: (r) => ({
         text: c.format ? c.format(r[c.key], r) : String(r[c.key] ?? ""),
         class: c.key === "input_shapes" ? "nbviz-prof-shapes" : [],

@@ -32,6 +32,7 @@ import { el } from "./dom.js";
  * @property {boolean} [descending]
  * @property {(key: string) => void} [onSort]  a header was clicked (headers sort only with it)
  * @property {(row: R, index: number) => void} [onRow]  a row was clicked
+ *   (here and in cell, rowClass, rowAttrs: index is the row's place as shown)
  * @property {(row: R, index: number) => string | string[] | null | undefined} [rowClass]
  * @property {(row: R, index: number) => Record<string, string | number | boolean | null | undefined>} [rowAttrs]
  */
@@ -117,15 +118,15 @@ export function sortableTable(o) {
       "tr",
       {},
       o.columns.map((c) => {
-        const sorted = !!o.onSort && c.key === o.sortBy;
-        const arrow = sorted ? (o.descending ? " \u25bc" : " \u25b2") : "";
+        const isSorted = !!o.onSort && c.key === o.sortBy;
+        const arrow = isSorted ? (o.descending ? " \u25bc" : " \u25b2") : "";
         const th = el("th", {
           class: c.class,
           text: c.label + arrow,
           attrs: {
             "data-key": c.key,
             title: c.title ?? (o.onSort ? `sort by ${c.label}` : null),
-            "aria-sort": sorted ? (o.descending ? "descending" : "ascending") : null,
+            "aria-sort": isSorted ? (o.descending ? "descending" : "ascending") : null,
           },
         });
         const onSort = o.onSort;

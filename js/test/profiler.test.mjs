@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
-import { formatBytes, formatMs, icicleLayout, isUnder, pathTo } from "../profiler.js";
+import { describe, it, test } from "node:test";
+import profiler, { formatBytes, formatMs, icicleLayout, isUnder, pathTo } from "../profiler.js";
+import { FakeNode, fakeModel, find, rowsOf, withDocument } from "./fake_dom.mjs";
 
 /** @param {string} name @param {string} parent @param {number} total @param {number} [fwd] */
 const mod = (name, parent, total, fwd = total / 2) =>
@@ -47,4 +48,47 @@ test("formatMs and formatBytes", () => {
   assert.equal(formatBytes(1536), "1.5 KiB");
   assert.equal(formatBytes(-2 * 1024 * 1024), "-2 MiB");
   assert.equal(formatBytes(0), "");
+});
+
+describe("render", () => {
+  withDocument();
+
+  /** @param {string} name @param {string} parent @param {number} self */
+  const module = (name, parent, self) => ({ ...mod(name, parent, 2 * self), type: name ? "Linear" : "Sequential", depth: name ? 1 : 0, calls: 1, self_ms: self, pct: 10, memory_bytes: 0, input_shapes: [] });
+  const traits = (sortBy, descending) => ({
+    profile: {
+      model: "Sequential",
+      step: 12,
+      step_ms: 5,
+      device: "cpu",
+      schedule: { active: 3 },
+      breakdown: { forward: 2, backward: 2, optimizer: 1 },
+      modules: [module("", "", 1), module("b", "", 3), module("a", "", 2)],
+      operators: [],
+    },
+    zoom: "",
+    phase: "total",
+    sort_by: sortBy,
+    descending,
+    overhead: "",
+    notice: "",
+    empty: "",
+    error: "",
+  });
+  const moduleRows = (root) => rowsOf(find(root, "nbviz-prof-modules")[0]).slice(1).map((tr) => tr.getAttribute("data-name"));
+
+  it("sorts the module table by a number, and by the name shown: the model itself first", () => {
+    const root = new FakeNode("div");
+    profiler.render({ model: fakeModel(traits("self_ms", true)), el: root });
+    assert.deepEqual(moduleRows(root), ["b", "a", ""]);
+    const byName = new FakeNode("div");
+    profiler.render({ model: fakeModel(traits("name", false)), el: byName });
+    assert.deepEqual(moduleRows(byName), ["", "a", "b"]);
+  });
+
+  it("says why there is nothing to show", () => {
+    const root = new FakeNode("div");
+    profiler.render({ model: fakeModel({ ...traits("name", false), profile: {} }), el: root });
+    assert.equal(root.textContent, "Nothing profiled yet.");
+  });
 });
