@@ -64,33 +64,6 @@ class RunView(Reader):
         frame = pd.DataFrame(rows, columns=columns)
         return frame
 
-    def scalars_after(self, after: Mapping[str, int]) -> pd.DataFrame:
-        """Scalars logged after a known step, per name: what a view following the run lacks.
-
-        ``after`` maps a name to the last step already seen; names not in it
-        return every row. Same columns and order as :meth:`scalars`. Each name is
-        an index range scan, so this stays cheap on long runs.
-        """
-        frames = []
-        for name in self.scalar_names():
-            rows = self._q(
-                "SELECT step, name, value, wall_time FROM scalars WHERE name = ? AND step > ? "
-                "ORDER BY step",
-                (name, int(after.get(name, -(2**62)))),
-            )
-            if rows:
-                frames.append(pd.DataFrame(rows, columns=["step", "name", "value", "wall_time"]))
-        if not frames:
-            return self.scalars().iloc[0:0]
-        out = pd.concat(frames, ignore_index=True)
-        out["value"] = out["value"].astype(np.float64)  # SQL NULL (a NaN) -> NaN
-        return out
-
-    def histogram_steps(self, layer: str, signal: str) -> np.ndarray:
-        """Sorted steps with a histogram of ``layer``/``signal`` (int64; empty if none)."""
-        self._check_signal(signal)
-        return self._layer_steps("histograms", layer, signal)
-
     def diagnose(self) -> pd.DataFrame:
         """Findings about this run: what is broken, where, and since when."""
         from nbviz.analysis.diagnose import diagnose
@@ -609,12 +582,6 @@ class Run(RunView):
             if not self._writer.closed:
                 self._writer.close()
             super().close()
-
-    def __enter__(self) -> Run:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _rank_context(distributed: bool | None) -> Any:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nbviz.store.closing import Closing
 from nbviz.store.schema import TABLES, create_or_open
 
 __all__ = ["Writer", "WriterError"]
@@ -279,7 +280,7 @@ def _shutdown(state: _State, thread: threading.Thread, at_exit: bool = False) ->
         print(f"nbviz: {state.fatal or state.error}", file=sys.stderr)
 
 
-class Writer:
+class Writer(Closing):
     """The one writer of a run: ``insert`` queues rows, a background thread commits them.
 
     Parameters
@@ -466,12 +467,6 @@ class Writer:
         self._state.by_close = True
         self._finalizer()  # runs _shutdown once; later calls do nothing
         self._raise_pending()
-
-    def __enter__(self) -> Writer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Writer({str(self.run_dir)!r}{', closed' if self.closed else ''})"

@@ -1,0 +1,130 @@
+"""Read queries on ``histograms``: each layer's value distribution at the recorded steps.
+
+A histogram is n uniform bins over ``[lo, hi]`` (counts little-endian int64),
+with the values below, above and non-finite counted apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from nbviz.store.columns import floats, frame, int64_blob, nan, nz_ints
+from nbviz.store.query import MissingStepError, ReaderBase, and_equal, describe_steps
+
+__all__ = ["HistogramQueries", "HistogramRows"]
+
+
+class HistogramRows(NamedTuple):
+    """One layer's histograms over time; row i of ``counts`` is the histogram at ``steps[i]``."""
+
+    steps: np.ndarray  # int64 [n_steps]
+    lo: np.ndarray  # float64 [n_steps]
+    hi: np.ndarray  # float64 [n_steps]
+    counts: np.ndarray  # int64 [n_steps, n_bins]
+    underflow: np.ndarray  # int64 [n_steps]
+    overflow: np.ndarray  # int64 [n_steps]
+    nonfinite: np.ndarray  # int64 [n_steps]
+
+
+class HistogramQueries(ReaderBase):
+    """One layer's histogram at a step, over a range of steps, or every layer's at a step."""
+
+    def histogram(self, layer: str, signal: str, step: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(edges, counts)`` of one layer's histogram: n + 1 float64 edges, n int64 counts."""
+        self._check_signal(signal)
+        row = self._row(
+            "SELECT lo, hi, counts FROM histograms WHERE step = ? AND signal = ? AND layer = ?",
+            (int(step), signal, layer),
+        )
+        if row is None:
+            raise self._missing_histogram(layer, signal, int(step))
+        lo, hi, blob = row
+        counts = int64_blob(blob)
+        return np.linspace(nan(lo), nan(hi), len(counts) + 1), counts
+
+    def histogram_steps(self, layer: str, signal: str) -> np.ndarray:
+        """Sorted steps with a histogram of ``layer``/``signal`` (int64; empty if none)."""
+        self._check_signal(signal)
+        return self._layer_steps("histograms", layer, signal)
+
+    def _missing_histogram(self, layer: str, signal: str, step: int) -> Exception:
+        recorded = self._layer_steps("histograms", layer, signal)
+        if len(recorded) == 0:
+            return self._unknown_layer("histograms", layer, signal)
+        return MissingStepError(
+            f"no {signal} histogram for {layer!r} at step {step}; {describe_steps(recorded, step)}"
+        )
+
+    def histogram_rows(
+        self,
+        layer: str,
+        signal: str,
+        steps: int | Sequence[int] | None = None,
+        *,
+        step_range: tuple[int, int] | None = None,
+    ) -> HistogramRows:
+        """One layer's histograms over time as a :class:`HistogramRows` (sorted by step)."""
+        self._check_signal(signal)
+        where, extra = self._step_filter(steps, step_range)
+        rows = self._q(
+            "SELECT step, lo, hi, counts, underflow, overflow, nonfinite FROM histograms "
+            f"WHERE layer = ? AND signal = ?{where} ORDER BY step",
+            [layer, signal, *extra],
+        )
+        if not rows:
+            recorded = self._layer_steps("histograms", layer, signal)
+            if len(recorded) == 0:
+                raise self._unknown_layer("histograms", layer, signal)
+            if isinstance(steps, (int, np.integer)):
+                raise self._missing_histogram(layer, signal, int(steps))
+        st, lo, hi, blobs, under, over, nonfin = (
+            list(zip(*rows)) if rows else [(), (), (), (), (), (), ()]
+        )
+        sizes = {len(b) for b in blobs}
+        if len(sizes) > 1:
+            raise ValueError(
+                f"histograms of {layer!r}/{signal} have different bin counts "
+                f"({sorted(s // 8 for s in sizes)}); select steps with one bin count"
+            )
+        n_bins = sizes.pop() // 8 if sizes else 0
+        counts = np.frombuffer(b"".join(blobs), dtype="<i8").reshape(len(rows), n_bins)
+        return HistogramRows(
+            np.array(st, dtype=np.int64),
+            floats(lo),
+            floats(hi),
+            counts,
+            nz_ints(under),
+            nz_ints(over),
+            nz_ints(nonfin),
+        )
+
+    def histograms_at(self, step: int, signal: str | None = None) -> pd.DataFrame:
+        """Every layer's histogram at one step, sorted by signal, layer.
+
+        Columns: layer, signal, lo, hi, underflow, overflow, nonfinite, and
+        ``counts`` holding one read-only int64 array per row.
+        """
+        if signal is not None:
+            self._check_signal(signal)
+        of_signal, params = and_equal(signal=signal)
+        rows = self._q(
+            "SELECT layer, signal, lo, hi, underflow, overflow, nonfinite, counts "
+            f"FROM histograms WHERE step = ?{of_signal} ORDER BY signal, layer",
+            [int(step), *params],
+        )
+        if not rows:
+            raise MissingStepError(
+                f"no histograms at step {step}; "
+                f"{describe_steps(self._all_steps('histograms'), int(step))}"
+            )
+        out = frame(
+            [r[:7] for r in rows],
+            ("layer", "signal", "lo", "hi", "underflow", "overflow", "nonfinite"),
+            "ssffiii",
+        )
+        out["counts"] = [np.frombuffer(r[7], dtype="<i8") for r in rows]
+        return out

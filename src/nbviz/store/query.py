@@ -1,0 +1,224 @@
+"""What every read query of a run shares: connections, filters and error texts.
+
+:class:`ReaderBase` opens ``run.sqlite`` read-only, one connection per thread
+(so one reader may be shared between threads), each call a fresh read
+transaction that sees the latest commit. The query modules of the store
+(:mod:`~nbviz.store.scalars`, :mod:`~nbviz.store.layer_stats`, ...) are mixins on
+it; :class:`nbviz.store.Reader` combines them.
+
+Step selection, wherever a query takes ``steps`` and ``step_range``:
+
+- ``steps=None`` and ``step_range=None``: every recorded step;
+- ``steps=<int>``: that one step, which must be recorded (else
+  :class:`MissingStepError`, a KeyError naming the recorded range);
+- ``steps=<sequence of ints>``: a filter, the rows of those steps that exist;
+- ``step_range=(lo, hi)``: a filter on ``lo <= step <= hi`` (both inclusive).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nbviz.store.closing import Closing
+from nbviz.store.schema import DB_NAME, SIGNALS, check_version, connect, db_path
+
+__all__ = [
+    "MissingStepError",
+    "ReaderBase",
+    "and_equal",
+    "close_matches",
+    "describe_steps",
+    "skip_scan_sql",
+]
+
+
+class MissingStepError(KeyError, ValueError):
+    """A step that was asked for is not recorded; the message gives the recorded range."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+# -- error texts -------------------------------------------------------------------------
+
+
+def close_matches(name: str, choices: Sequence[str]) -> str:
+    """The hint for a name not found: close matches, else what is recorded (the first ten)."""
+    close = difflib.get_close_matches(name, list(choices), n=5, cutoff=0.5)
+    if close:
+        return "close matches: " + ", ".join(close)
+    shown = ", ".join(list(choices)[:10])
+    more = f" (and {len(choices) - 10} more)" if len(choices) > 10 else ""
+    return f"recorded: {shown}{more}" if choices else "nothing is recorded yet"
+
+
+def describe_steps(steps: np.ndarray, step: int | None = None) -> str:
+    """The recorded range of sorted ``steps``, and the ones nearest ``step`` if given."""
+    if len(steps) == 0:
+        return "no steps are recorded yet"
+    text = f"recorded steps run {steps[0]}..{steps[-1]} ({len(steps)} steps)"
+    if step is not None:
+        i = int(np.searchsorted(steps, step))
+        near = [int(s) for s in steps[max(i - 1, 0) : i + 1]]
+        text += "; nearest: " + ", ".join(map(str, near))
+    return text
+
+
+# -- SQL pieces --------------------------------------------------------------------------
+
+
+def skip_scan_sql(table: str, col: str, where: str = "", having: str = "") -> str:
+    """Distinct values of ``col`` by successive index seeks (a skip scan).
+
+    One seek per distinct value instead of reading every row. ``where`` holds
+    equality terms on the index columns before ``col``; ``having`` filters the values.
+    """
+    pre = f"{where} AND " if where else ""
+    first_where = f" WHERE {where}" if where else ""
+    keep = f" AND {having}" if having else ""
+    return (
+        f"WITH RECURSIVE d(v) AS ("
+        f"SELECT min({col}) FROM {table}{first_where} "
+        f"UNION ALL SELECT (SELECT min({col}) FROM {table} WHERE {pre}{col} > d.v) "
+        f"FROM d WHERE d.v IS NOT NULL) "
+        f"SELECT v FROM d WHERE v IS NOT NULL{keep}"
+    )
+
+
+def and_equal(**terms: Any) -> tuple[str, list[Any]]:
+    """``" AND column = ?"`` for each term that is not None, and its parameters."""
+    given = [(column, value) for column, value in terms.items() if value is not None]
+    return "".join(f" AND {column} = ?" for column, _ in given), [v for _, v in given]
+
+
+# -- the base of every query -------------------------------------------------------------
+
+
+class ReaderBase(Closing):
+    """Read-only access to one run directory (see the module docstring for steps).
+
+    Raises FileNotFoundError when the directory holds no ``run.sqlite`` and
+    SchemaError when its schema is not the one this nbviz reads.
+    """
+
+    def __init__(self, run_dir: Path | str, *, must_exist: bool = True) -> None:
+        self.run_dir = Path(run_dir)
+        if must_exist and not self.run_dir.exists():
+            raise FileNotFoundError(f"no nbviz run at {self.run_dir}: the path does not exist")
+        if must_exist and not db_path(self.run_dir).exists():
+            raise FileNotFoundError(
+                f"no nbviz run at {self.run_dir}: the directory has no {DB_NAME}"
+            )
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._closed = False
+        if must_exist:  # else: a run another process is creating, opened at the first read
+            check_version(self._conn(), self.run_dir, readonly=True)
+
+    # -- connections ---------------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise RuntimeError(f"Reader of run at {self.run_dir} is closed")
+            conn = connect(self.run_dir, readonly=True)
+            with self._lock:
+                self._conns.append(conn)
+            self._local.conn = conn
+        return conn
+
+    def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+        return self._conn().execute(sql, params).fetchall()
+
+    def _one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        row = self._conn().execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def _row(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple | None:
+        return self._conn().execute(sql, params).fetchone()
+
+    def close(self) -> None:
+        """Close every connection this Reader opened (idempotent)."""
+        with self._lock:
+            self._closed = True
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
+
+    def __repr__(self) -> str:
+        return f"Reader({str(self.run_dir)!r})"
+
+    # -- checks and filters shared by the queries ------------------------------------
+
+    @staticmethod
+    def _check_signal(signal: str) -> None:
+        if signal not in SIGNALS:
+            raise ValueError(f"unknown signal {signal!r}; valid signals: {', '.join(SIGNALS)}")
+
+    @staticmethod
+    def _step_filter(
+        steps: int | Sequence[int] | None, step_range: tuple[int, int] | None
+    ) -> tuple[str, list[Any]]:
+        if steps is not None and step_range is not None:
+            raise ValueError("give steps or step_range, not both")
+        if step_range is not None:
+            lo, hi = step_range
+            return " AND step BETWEEN ? AND ?", [int(lo), int(hi)]
+        if steps is None:
+            return "", []
+        if isinstance(steps, (int, np.integer)):
+            return " AND step = ?", [int(steps)]
+        return " AND step IN (SELECT value FROM json_each(?))", [
+            json.dumps([int(s) for s in steps])
+        ]
+
+    def _all_steps(self, table: str) -> np.ndarray:
+        rows = self._q(skip_scan_sql(table, "step"))
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def _layer_steps(self, table: str, layer: str, signal: str) -> np.ndarray:
+        rows = self._q(
+            f"SELECT step FROM {table} WHERE layer = ? AND signal = ? ORDER BY step",
+            (layer, signal),
+        )
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def _pairs(self, table: str) -> list[tuple[str, str]]:
+        """Distinct (layer, signal) pairs of a table, by skip scan on its layer index."""
+        out: list[tuple[str, str]] = []
+        row = self._row(f"SELECT layer, signal FROM {table} ORDER BY layer, signal LIMIT 1")
+        nxt = (
+            f"SELECT layer, signal FROM {table} WHERE (layer, signal) > (?, ?) "
+            f"ORDER BY layer, signal LIMIT 1"
+        )
+        while row is not None:
+            out.append((row[0], row[1]))
+            row = self._row(nxt, row)
+        return out
+
+    def _unknown_layer(self, table: str, layer: str, signal: str) -> ValueError:
+        pairs = self._pairs(table)
+        for_signal = [la for la, s in pairs if s == signal]
+        others = sorted({s for la, s in pairs if la == layer})
+        hint = f"; it has {', '.join(others)}" if others else ""
+        return ValueError(
+            f"no {table} for layer {layer!r} and signal {signal!r}{hint}; "
+            f"{close_matches(layer, for_signal or sorted({la for la, _ in pairs}))}"
+        )
+
+    def splits(self, table: str = "predictions") -> list[str]:
+        """Splits with rows in ``table`` (predictions, probabilities, samples, embeddings)."""
+        if table not in ("predictions", "probabilities", "samples", "embeddings"):
+            raise ValueError(f"splits: {table!r} is not a table with splits")
+        return [r[0] for r in self._q(skip_scan_sql(table, "split"))]
