@@ -7,9 +7,11 @@ refused at logging time, where the user can still fix it, not later in a view.
 from __future__ import annotations
 
 import io
+import json
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -70,6 +72,42 @@ def check_step(step: Any, what: str) -> int:
     if step < 0:
         raise ValueError(f"{what}: step must be >= 0, got {step}")
     return step
+
+
+def check_split(split: Any, what: str) -> str:
+    """A split's name: a non-empty string."""
+    if not isinstance(split, str) or not split:
+        raise TypeError(f"{what}: split must be a non-empty string, got {split!r}")
+    return split
+
+
+def check_class_names(class_names: Any, current: Sequence[str] | None) -> list[str]:
+    """Class names as strings; a run that has names already may only get as many or more."""
+    if isinstance(class_names, str) or not isinstance(class_names, Iterable):
+        raise TypeError(f"class_names must be a list of strings, got {class_names!r}")
+    names = [str(c) for c in class_names]
+    if current is not None and names != list(current) and len(names) < len(current):
+        raise ValueError(
+            f"class_names: the run already has {len(current)} classes; got {len(names)}"
+        )
+    return names
+
+
+def jsonable(value: dict[str, Any], what: str) -> dict[str, Any]:
+    """``value`` as JSON would give it back: numpy numbers as numbers, paths as text,
+    anything else JSON cannot hold as its ``repr``."""
+    try:
+        return json.loads(json.dumps(value, default=_json_default))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what}: values must be JSON-serialisable ({exc})") from exc
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    return repr(value)
 
 
 def check_ids(ids: Any, n: int, what: str) -> np.ndarray:
@@ -260,12 +298,12 @@ def sample_rows(
             )
         for img in arr:
             png, shape = png_thumbnail(img)
-            rows.append(("image", png, None, _json(list(img.shape)), None))
+            rows.append(("image", png, None, json.dumps(list(img.shape)), None))
     else:
         arr2 = arr.reshape(arr.shape[0], -1) if arr.ndim > 1 else arr.reshape(-1, 1)
         for row in arr2:
             a = np.ascontiguousarray(row, dtype=row.dtype.newbyteorder("<"))
-            rows.append(("array", a.tobytes(), a.dtype.str, _json(list(a.shape)), None))
+            rows.append(("array", a.tobytes(), a.dtype.str, json.dumps(list(a.shape)), None))
     return rows, len(rows)
 
 
@@ -283,12 +321,6 @@ def _cell(value: Any) -> str:
     if isinstance(value, float | np.floating):
         return f"{float(value):.6g}"
     return str(value)
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value)
 
 
 def finite_or_none(value: float) -> float | None:

@@ -4,22 +4,28 @@
 attaches probes, ``log*`` record what the loop knows, and every reading method
 of :class:`RunView` works on it. ``open_run(path)`` gives a read-only view that
 follows a run another process is still writing.
+
+This is the facade: reading is :class:`nbviz.store.Reader`'s, and what the
+recording methods do beyond ``log`` is in :mod:`nbviz.recording` (one module
+per concept: rows of what is logged, evaluation, capture, profile, ranks).
 """
 
 from __future__ import annotations
 
-import json
 import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from nbviz import records as rec
-from nbviz.store import DB_NAME, Reader, Writer, to_blob
+from nbviz.recording import ranks, tables
+from nbviz.recording.capture import capture_rows
+from nbviz.recording.evaluation import evaluate_into
+from nbviz.recording.profiling import record_profile
+from nbviz.store import DB_NAME, Reader, Writer
 
 if TYPE_CHECKING:  # torch is only needed to watch or evaluate a model
     from torch import nn
@@ -27,9 +33,6 @@ if TYPE_CHECKING:  # torch is only needed to watch or evaluate a model
     from nbviz.analysis.profile import Profile
     from nbviz.probes.merge import ProbeMeta
     from nbviz.probes.probe import Probe
-
-#: Largest class count whose full probability rows are kept (for top-k views).
-MAX_STORED_CLASSES = 1000
 
 
 class RunView(Reader):
@@ -118,37 +121,31 @@ class Run(RunView):
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise NotADirectoryError(f"Run: {path} exists and is not a directory")
-        self._dist = _rank_context(distributed)
-        if self._dist is not None and not self._dist.writes:
-            # another rank writes this run: keep nothing, touch nothing on disk
-            from nbviz.probes.distributed import NullSink
-
-            self._writer = NullSink(path)  # type: ignore[assignment]
-            super().__init__(path, must_exist=False)
-            self._probes = []
-            self._probe_meta = None
-            self._layer_prefix = weakref.WeakKeyDictionary()
-            self._last_step = {}
-            self._class_names = list(class_names) if class_names is not None else None
-            return
-        if overwrite:
+        self._dist = ranks.rank_context(distributed)
+        writes = self._dist is None or self._dist.writes
+        if writes and overwrite:
             for suffix in ("", "-wal", "-shm"):
                 (path / f"{DB_NAME}{suffix}").unlink(missing_ok=True)
-        self._writer = Writer(path)
-        super().__init__(path)
+        # a rank that does not write keeps nothing and touches nothing on disk
+        self._writer: Writer = Writer(path) if writes else ranks.null_writer(path)
+        super().__init__(path, must_exist=writes)
         self._probes: list[Probe] = []
         self._probe_meta: ProbeMeta | None = None
         # the layer-name prefix of each watched model (its probe's name=), for evaluate
         self._layer_prefix: weakref.WeakKeyDictionary[nn.Module, str] = weakref.WeakKeyDictionary()
-        self._last_step: dict[str, int] = {
-            name: int(step)
-            for name, step in self._q("SELECT name, max(step) FROM scalars GROUP BY name")
-        }
+        self._last_step: dict[str, int] = {}
+        if not writes:
+            self._class_names = list(class_names) if class_names is not None else None
+            return
+        self._last_step.update(
+            (key, int(step))
+            for key, step in self._q("SELECT name, max(step) FROM scalars GROUP BY name")
+        )
         self._class_names: list[str] | None = self.class_names
         if config is not None:
             if not isinstance(config, Mapping):
                 raise TypeError(f"Run: config must be a mapping, got {type(config).__name__}")
-            merged = {**self.config, **_jsonable(dict(config), "config")}
+            merged = {**self.config, **rec.jsonable(dict(config), "config")}
             self._writer.set_meta("config", merged)
         if name is not None:
             self._writer.set_meta("name", str(name))
@@ -268,20 +265,15 @@ class Run(RunView):
 
     # ------------------------------------------------------------------ classes
     def _set_class_names(self, class_names: Sequence[str]) -> None:
-        if isinstance(class_names, str) or not isinstance(class_names, Iterable):
-            raise TypeError(f"class_names must be a list of strings, got {class_names!r}")
-        names = [str(c) for c in class_names]
-        if self._class_names is not None and names != self._class_names:
-            if len(names) < len(self._class_names):
-                raise ValueError(
-                    f"class_names: the run already has {len(self._class_names)} classes; "
-                    f"got {len(names)}"
-                )
-        self._class_names = names
-        self._writer.set_meta("class_names", names)
+        self._class_names = rec.check_class_names(class_names, self._class_names)
+        self._writer.set_meta("class_names", self._class_names)
 
     def _n_classes(self) -> int | None:
         return len(self._class_names) if self._class_names is not None else None
+
+    def _latest_step(self) -> int:
+        """The last step logged under any name (0 before any): capture's and profile's default."""
+        return max(self._last_step.values(), default=0)
 
     # -------------------------------------------------------------- predictions
     def log_predictions(
@@ -303,41 +295,12 @@ class Run(RunView):
         ``ids`` default to ``0..N-1`` in the order given (as in ``log_samples``);
         ``loss`` overrides the per-sample loss.
         """
-        what = "log_predictions"
-        step = rec.check_step(step, what)
-        split = _check_split(split, what)
-        arr = rec.to_numpy(logits_or_preds, f"{what}: logits_or_preds")
-        n = arr.shape[0] if arr.ndim else 0
-        y = rec.to_numpy(labels, f"{what}: labels").reshape(-1)
-        if y.shape[0] != n:
-            raise ValueError(f"{what}: labels has {y.shape[0]} items but logits has {n} rows")
-        y = rec.check_labels(y, n, self._n_classes(), what)
-        pred, per_loss, confidence, probs = rec.predictions_from(arr, y, what)
-        if (
-            probs is not None
-            and self._n_classes() is not None
-            and probs.shape[1] != self._n_classes()
-        ):
-            raise ValueError(
-                f"{what}: logits have {probs.shape[1]} classes but the run has "
-                f"{self._n_classes()} class names"
-            )
-        if loss is not None:
-            per_loss = rec.to_numpy(loss, f"{what}: loss").reshape(-1).astype(np.float64)
-            if per_loss.shape[0] != n:
-                raise ValueError(f"{what}: loss has {per_loss.shape[0]} items but there are {n}")
-        ids_arr = rec.check_ids(ids, n, what)
-        rows = [
-            (split, step, int(i), int(t), int(p), float(lo), float(c))
-            for i, t, p, lo, c in zip(ids_arr, y, pred, per_loss, confidence, strict=True)
-        ]
+        rows, probabilities = tables.predictions(
+            step, logits_or_preds, labels, ids, split, loss=loss, n_classes=self._n_classes()
+        )
         self._writer.insert("predictions", rows)
-        if probs is not None and probs.shape[1] <= MAX_STORED_CLASSES:
-            pblob, pdtype, pshape = to_blob(probs.astype(np.float16))
-            self._writer.insert(
-                "probabilities",
-                [(split, step, ids_arr.astype("<i8").tobytes(), pblob, pdtype, pshape)],
-            )
+        if probabilities:
+            self._writer.insert("probabilities", probabilities)
 
     def log_embeddings(
         self,
@@ -350,25 +313,8 @@ class Run(RunView):
         kind: str = "embedding",
     ) -> None:
         """Record an ``(N, D)`` matrix of per-sample features at ``step`` (for the projector)."""
-        what = "log_embeddings"
-        step = rec.check_step(step, what)
-        split = _check_split(split, what)
-        mat = rec.to_numpy(features, f"{what}: features")
-        if mat.ndim == 1:
-            mat = mat.reshape(-1, 1)
-        if mat.ndim > 2:
-            mat = mat.reshape(mat.shape[0], -1)
-        if mat.dtype.kind not in "fiub":
-            raise TypeError(f"{what}: features must be numeric, got dtype {mat.dtype}")
-        mat = np.ascontiguousarray(mat, dtype=np.float32)
-        ids_arr = rec.check_ids(ids, mat.shape[0], what)
-        if kind not in ("embedding", "units"):
-            raise ValueError(f"{what}: kind must be 'embedding' or 'units', got {kind!r}")
-        blob, dtype, shape = to_blob(mat)
-        layer = layer or "embedding"
         self._writer.insert(
-            "embeddings",
-            [(split, layer, kind, step, ids_arr.astype("<i8").tobytes(), blob, dtype, shape)],
+            "embeddings", tables.embeddings(step, features, ids, split, layer, kind)
         )
 
     def log_samples(
@@ -388,18 +334,11 @@ class Run(RunView):
         DataFrame, a list of dicts: each row shown as ``column: value`` lines);
         ``kind`` overrides the guess.
         """
-        what = "log_samples"
-        split = _check_split(split, what)
+        split = rec.check_split(split, "log_samples")
         if class_names is not None:
             self._set_class_names(class_names)
-        rows, n = rec.sample_rows(data, None, kind, what)
-        y = rec.check_labels(labels, n, self._n_classes(), what) if labels is not None else None
-        ids_arr = rec.check_ids(ids, n, what)
-        out = []
-        for i, (k, payload, dtype, shape, text) in enumerate(rows):
-            label = int(y[i]) if y is not None else None
-            out.append((split, int(ids_arr[i]), label, k, payload, dtype, shape, text))
-        self._writer.insert("samples", out)
+        rows = tables.samples(data, labels, ids, split, kind, self._n_classes())
+        self._writer.insert("samples", rows)
 
     # ---------------------------------------------------------------- evaluate
     def evaluate(
@@ -428,68 +367,21 @@ class Run(RunView):
         whose activations through every layer are also recorded (see :meth:`capture`).
         Logs ``{split}_loss`` and ``{split}_accuracy`` at ``step`` and returns them.
         """
-        from nbviz.probes.evaluate import run_evaluation
-
         step = rec.check_step(step, "evaluate")
-        split = _check_split(split, "evaluate")
-        prefix = self._layer_prefix.get(model, "")  # layers named as the model's probe names them
-        if prefix:  # "D.1", as the views name it, is the model's "1"
-            own = dict(model.named_modules())
-            embed_layer, units_layer = (
-                x[len(prefix) :]
-                if isinstance(x, str) and x.startswith(prefix) and x not in own
-                else x
-                for x in (embed_layer, units_layer)
-            )
-        result = run_evaluation(model, loader, embed_layer, units_layer, max_samples)
-        metrics = None
-        if self._dist is not None:  # every rank's samples, once, onto rank 0
-            from nbviz.probes.distributed import gather_evaluation
-
-            def need_inputs() -> bool:
-                self._writer.flush()
-                return samples and not len(self.sample_ids(split))
-
-            gathered, metrics = gather_evaluation(self._dist, result, loader, split, need_inputs)
-            if gathered is None:  # not rank 0: same metrics, nothing to write
-                if log_scalars:
-                    self.log(step, overwrite=True, **metrics)
-                return metrics
-            result = gathered
-        ids = result.ids if result.ids is not None else np.arange(len(result.labels))
-        self.log_predictions(step, result.logits, result.labels, ids=ids, split=split)
-        if result.embeddings is not None:
-            layer = prefix + result.embed_name if result.embed_name else None
-            self.log_embeddings(step, result.embeddings, ids=ids, split=split, layer=layer)
-        if result.units is not None:
-            layer = prefix + result.units_name if result.units_name else None
-            self.log_embeddings(step, result.units, ids=ids, split=split, layer=layer, kind="units")
-        if samples and result.inputs is not None:
-            self._writer.flush()
-            if not len(self.sample_ids(split)):
-                n = len(result.inputs)
-                self.log_samples(result.inputs, result.labels[:n], ids=ids[:n], split=split)
-        if len(capture_ids):
-            kept = ids[: len(result.inputs)] if result.inputs is not None else []
-            where = {int(i): k for k, i in enumerate(kept)}
-            lost = [int(i) for i in capture_ids if int(i) not in where]
-            if lost:
-                raise ValueError(
-                    f"evaluate: capture_ids {lost[:10]} are not among the {len(where)} inputs "
-                    "kept (tensor inputs, the first max_samples); use run.capture(model, "
-                    "sample, id=...) for them"
-                )
-            for i in capture_ids:
-                self.capture(model, result.inputs[where[int(i)]], int(i), split=split, step=step)
-        pred = np.asarray(result.logits).argmax(axis=1)
-        if metrics is None:
-            metrics = {
-                f"{split}_loss": float(np.mean(result.losses)),
-                f"{split}_accuracy": float(np.mean(pred == result.labels)),
-            }
-        if log_scalars:
-            self.log(step, overwrite=True, **metrics)
-        return metrics
+        split = rec.check_split(split, "evaluate")
+        return evaluate_into(
+            self,
+            step,
+            model,
+            loader,
+            split,
+            embed_layer,
+            units_layer,
+            samples=samples,
+            max_samples=max_samples,
+            log_scalars=log_scalars,
+            capture_ids=capture_ids,
+        )
 
     def capture(
         self,
@@ -508,23 +400,17 @@ class Run(RunView):
         the latest logged step. ``layers`` picks modules as ``watch`` does. Returns
         what is stored, as :meth:`captures` reads it back.
         """
-        from nbviz.probes.capture import capture_rows, capture_sample
-
-        split = _check_split(split, "capture")
-        if isinstance(id, bool) or not isinstance(id, (int, np.integer)):
-            raise TypeError(f"capture: id must be an int sample id, got {id!r}")
-        if step is None:
-            step = max(self._last_step.values(), default=0)
-        step = rec.check_step(step, "capture")
-        acts, _ = capture_sample(model, sample, layers)
-        if not acts:
-            raise ValueError(
-                f"capture: no module of the {type(model).__name__} chosen by layers={layers!r} "
-                "returned a tensor for this sample (a model without submodules has no layers "
-                "to show); pass layers=... naming modules that do"
-            )
-        prefix = self._layer_prefix.get(model, "")  # layers named as the model's probe names them
-        self._writer.insert("captures", capture_rows(split, int(id), step, acts, prefix))
+        step, rows = capture_rows(
+            model,
+            sample,
+            id,
+            split=split,
+            step=step,
+            layers=layers,
+            prefix=self._layer_prefix.get(model, ""),
+            latest=self._latest_step(),
+        )
+        self._writer.insert("captures", rows)
         self._writer.flush()
         return self.captures(int(id), split, step)
 
@@ -546,25 +432,15 @@ class Run(RunView):
         :func:`nbviz.probes.profile.profile_step` (``steps``, ``warmup``, ``data``, ...).
         Read it back with ``load_profile(step, name)`` or ``nbviz.Profiler(run)``.
         """
-        from nbviz.probes.profile import profile_step
-
-        if not isinstance(name, str) or not name or name.endswith("/trace"):
-            raise ValueError(
-                f"profile: name must be a non-empty string not ending in /trace, got {name!r}"
-            )
-        if step is None:
-            step = max(self._last_step.values(), default=0)
-        step = rec.check_step(step, "profile")
-        result = profile_step(model, step_fn, name=name, step=step, **options)
-        self._writer.insert("profiles", [(step, name, result.to_json())])
-        if result.trace is not None:
-            self._writer.insert("profiles", [(step, f"{name}/trace", result.trace)])
-        else:
-            self._writer.execute(
-                "DELETE FROM profiles WHERE step = ? AND name = ?", (step, f"{name}/trace")
-            )
-        self._writer.flush()
-        return result
+        return record_profile(
+            self._writer,
+            model,
+            step_fn,
+            step=step,
+            name=name,
+            latest=self._latest_step(),
+            options=options,
+        )
 
     # --------------------------------------------------------------- lifecycle
     def flush(self, timeout: float | None = None) -> None:
@@ -582,37 +458,3 @@ class Run(RunView):
             if not self._writer.closed:
                 self._writer.close()
             super().close()
-
-
-def _rank_context(distributed: bool | None) -> Any:
-    """This process's rank under torch.distributed with several ranks, else None."""
-    if distributed is False:
-        return None
-    try:
-        from nbviz.probes.distributed import resolve
-    except ImportError:  # no torch: one process
-        if distributed:
-            raise
-        return None
-    return resolve(distributed)
-
-
-def _check_split(split: Any, what: str) -> str:
-    if not isinstance(split, str) or not split:
-        raise TypeError(f"{what}: split must be a non-empty string, got {split!r}")
-    return split
-
-
-def _jsonable(value: dict[str, Any], what: str) -> dict[str, Any]:
-    try:
-        return json.loads(json.dumps(value, default=_json_default))
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{what}: values must be JSON-serialisable ({exc})") from exc
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    return repr(value)

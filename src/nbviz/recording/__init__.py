@@ -1,0 +1,16 @@
+"""What a :class:`nbviz.Run` does when it records, one concept per module.
+
+``nbviz/run.py`` is the facade: each method checks nothing itself and hands
+its work to one of these.
+
+- :mod:`~nbviz.recording.tables`: what ``log_predictions``, ``log_embeddings`` and
+  ``log_samples`` are given, checked and made into store rows;
+- :mod:`~nbviz.recording.evaluation`: ``evaluate``, one pass over a loader recorded
+  as predictions, embeddings, samples and captures;
+- :mod:`~nbviz.recording.capture`: ``capture``, one sample through the layers;
+- :mod:`~nbviz.recording.profiling`: ``profile``, a profiled step stored at a step;
+- :mod:`~nbviz.recording.ranks`: the process's place under ``torch.distributed``.
+
+Argument checks shared with the probes live in :mod:`nbviz.records`. torch is
+imported only where a model is run.
+"""

@@ -1,0 +1,126 @@
+"""``Run.evaluate``: one pass over a loader, recorded as predictions, embeddings,
+samples and captures, and summed up as ``{split}_loss`` and ``{split}_accuracy``.
+
+The forward pass is :func:`nbviz.probes.evaluate.run_evaluation`; under
+``torch.distributed`` every rank's samples are gathered onto rank 0, which
+records them, while the other ranks only log the metrics of the whole pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # torch is imported where a model is run
+    from torch import nn
+
+    from nbviz.probes.evaluate import Evaluation
+
+__all__ = ["evaluate_into"]
+
+
+def evaluate_into(
+    run: Any,
+    step: int,
+    model: nn.Module,
+    loader: Iterable[Any],
+    split: str,
+    embed_layer: str | nn.Module | None,
+    units_layer: str | nn.Module | None,
+    *,
+    samples: bool,
+    max_samples: int,
+    log_scalars: bool,
+    capture_ids: Sequence[int],
+) -> dict[str, float]:
+    """Evaluate ``model`` on ``loader`` into ``run``, a :class:`nbviz.Run` (see ``Run.evaluate``).
+
+    ``step`` and ``split`` are checked already; the metrics are returned.
+    """
+    from nbviz.probes.evaluate import run_evaluation
+
+    prefix = run._layer_prefix.get(model, "")  # layers named as the model's probe names them
+    embed_layer, units_layer = _own_names(model, prefix, embed_layer, units_layer)
+    result = run_evaluation(model, loader, embed_layer, units_layer, max_samples)
+    metrics = None
+    if run._dist is not None:  # every rank's samples, once, onto rank 0
+        from nbviz.probes.distributed import gather_evaluation
+
+        def need_inputs() -> bool:
+            run._writer.flush()
+            return samples and not len(run.sample_ids(split))
+
+        gathered, metrics = gather_evaluation(run._dist, result, loader, split, need_inputs)
+        if gathered is None:  # not rank 0: same metrics, nothing to write
+            if log_scalars:
+                run.log(step, overwrite=True, **metrics)
+            return metrics
+        result = gathered
+    ids = result.ids if result.ids is not None else np.arange(len(result.labels))
+    _record(run, step, split, result, ids, prefix, samples)
+    for i, sample in _captured(result, ids, capture_ids):
+        run.capture(model, sample, i, split=split, step=step)
+    if metrics is None:
+        pred = np.asarray(result.logits).argmax(axis=1)
+        metrics = {
+            f"{split}_loss": float(np.mean(result.losses)),
+            f"{split}_accuracy": float(np.mean(pred == result.labels)),
+        }
+    if log_scalars:
+        run.log(step, overwrite=True, **metrics)
+    return metrics
+
+
+def _own_names(model: nn.Module, prefix: str, *layers: Any) -> tuple[Any, ...]:
+    """Layer names as the model knows them: "D.1", as the views name it, is the model's "1"."""
+    if not prefix:
+        return layers
+    own = dict(model.named_modules())
+    return tuple(
+        x[len(prefix) :] if isinstance(x, str) and x.startswith(prefix) and x not in own else x
+        for x in layers
+    )
+
+
+def _record(
+    run: Any,
+    step: int,
+    split: str,
+    result: Evaluation,
+    ids: np.ndarray,
+    prefix: str,
+    samples: bool,
+) -> None:
+    """Predictions, embeddings, unit values and (the first time for a split) the samples."""
+    run.log_predictions(step, result.logits, result.labels, ids=ids, split=split)
+    if result.embeddings is not None:
+        layer = prefix + result.embed_name if result.embed_name else None
+        run.log_embeddings(step, result.embeddings, ids=ids, split=split, layer=layer)
+    if result.units is not None:
+        layer = prefix + result.units_name if result.units_name else None
+        run.log_embeddings(step, result.units, ids=ids, split=split, layer=layer, kind="units")
+    if samples and result.inputs is not None:
+        run._writer.flush()
+        if not len(run.sample_ids(split)):
+            n = len(result.inputs)
+            run.log_samples(result.inputs, result.labels[:n], ids=ids[:n], split=split)
+
+
+def _captured(
+    result: Evaluation, ids: np.ndarray, capture_ids: Sequence[int]
+) -> list[tuple[int, Any]]:
+    """``(id, input)`` of each sample in ``capture_ids``; all must be among the inputs kept."""
+    if not len(capture_ids):
+        return []
+    inputs = result.inputs if result.inputs is not None else ()
+    where = {int(i): k for k, i in enumerate(ids[: len(inputs)])}
+    lost = [int(i) for i in capture_ids if int(i) not in where]
+    if lost:
+        raise ValueError(
+            f"evaluate: capture_ids {lost[:10]} are not among the {len(where)} inputs "
+            "kept (tensor inputs, the first max_samples); use run.capture(model, "
+            "sample, id=...) for them"
+        )
+    return [(int(i), inputs[where[int(i)]]) for i in capture_ids]
