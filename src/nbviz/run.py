@@ -367,8 +367,6 @@ class Run(RunView):
         whose activations through every layer are also recorded (see :meth:`capture`).
         Logs ``{split}_loss`` and ``{split}_accuracy`` at ``step`` and returns them.
         """
-        step = rec.check_step(step, "evaluate")
-        split = rec.check_split(split, "evaluate")
         return evaluate_into(
             self,
             step,

@@ -1,7 +1,7 @@
 """What a :class:`nbviz.Run` does when it records, one concept per module.
 
-``nbviz/run.py`` is the facade: each method checks nothing itself and hands
-its work to one of these.
+``nbviz/run.py`` is the facade: its recording methods hand their work to
+these modules and write what comes back.
 
 - :mod:`~nbviz.recording.tables`: what ``log_predictions``, ``log_embeddings`` and
   ``log_samples`` are given, checked and made into store rows;

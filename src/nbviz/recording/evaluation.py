@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nbviz import records as rec
+
 if TYPE_CHECKING:  # torch is imported where a model is run
     from torch import nn
 
@@ -23,10 +25,10 @@ __all__ = ["evaluate_into"]
 
 def evaluate_into(
     run: Any,
-    step: int,
+    step: Any,
     model: nn.Module,
     loader: Iterable[Any],
-    split: str,
+    split: Any,
     embed_layer: str | nn.Module | None,
     units_layer: str | nn.Module | None,
     *,
@@ -37,10 +39,12 @@ def evaluate_into(
 ) -> dict[str, float]:
     """Evaluate ``model`` on ``loader`` into ``run``, a :class:`nbviz.Run` (see ``Run.evaluate``).
 
-    ``step`` and ``split`` are checked already; the metrics are returned.
+    Returns the metrics it logged (or would have, with ``log_scalars=False``).
     """
     from nbviz.probes.evaluate import run_evaluation
 
+    step = rec.check_step(step, "evaluate")
+    split = rec.check_split(split, "evaluate")
     prefix = run._layer_prefix.get(model, "")  # layers named as the model's probe names them
     embed_layer, units_layer = _own_names(model, prefix, embed_layer, units_layer)
     result = run_evaluation(model, loader, embed_layer, units_layer, max_samples)
