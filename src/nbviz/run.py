@@ -7,7 +7,8 @@ follows a run another process is still writing.
 
 This is the facade: reading is :class:`nbviz.store.Reader`'s, and what the
 recording methods do beyond ``log`` is in :mod:`nbviz.recording` (one module
-per concept: rows of what is logged, evaluation, capture, profile, ranks).
+per concept: rows of what is logged, evaluation, capture, profile, ranks,
+watched models).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from nbviz.recording import ranks, tables
 from nbviz.recording.capture import capture_rows
 from nbviz.recording.evaluation import evaluate_into
 from nbviz.recording.profiling import record_profile
+from nbviz.recording.watching import probes_replaced
 from nbviz.store import DB_NAME, Reader, Writer
 
 if TYPE_CHECKING:  # torch is only needed to watch or evaluate a model
@@ -180,22 +182,7 @@ class Run(RunView):
         from nbviz.probes.probe import Probe
 
         name = options.get("name")
-        taken_over = []
-        for other in list(self._probes):
-            other_model = other._model_ref()
-            if other.name != name or other_model is None or other_model is model:
-                continue  # the same model: the probe replaces or refuses itself
-            if options.get("replace"):
-                taken_over.append(other)  # a model rebuilt (a notebook cell run again)
-                continue
-            label = "no name" if name is None else f"name={name!r}"
-            raise ValueError(
-                f"watch: this run already watches a {type(other_model).__name__} under "
-                f"{label}; give each model its own name so that their layers are told "
-                "apart, e.g. run.watch(generator, name='G') and "
-                "run.watch(discriminator, name='D'), or pass replace=True to stop "
-                "watching the other one (a model rebuilt in a notebook)"
-            )
+        taken_over = probes_replaced(self._probes, model, name, bool(options.get("replace")))
         if "first_step" not in options:
             options["first_step"] = max(self._last_step.values(), default=-1) + 1
         options["dist"] = self._dist

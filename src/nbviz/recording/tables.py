@@ -90,7 +90,11 @@ def samples(
     kind: str | None,
     n_classes: int | None,
 ) -> list[tuple]:
-    """The ``samples`` rows of images (PNG thumbnails), text, numeric rows or a table."""
+    """The ``samples`` rows of images (PNG thumbnails), text, numeric rows or a table.
+
+    ``split`` is checked by the caller, before it sets the class names that
+    ``n_classes`` counts.
+    """
     what = "log_samples"
     rows, n = rec.sample_rows(data, None, kind, what)
     y = rec.check_labels(labels, n, n_classes, what) if labels is not None else None

@@ -1,0 +1,47 @@
+"""``Run.watch``: one watched model per name, and the probes a new one takes over from.
+
+Several models in one run need a ``name=`` each, so that their layers are told
+apart (``name.layer``). Another model under a name already watched is an
+error, unless ``replace=True``: then it takes over from the probes of that
+name (a model rebuilt when a notebook cell runs again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # torch is imported where a model is watched
+    from torch import nn
+
+    from nbviz.probes.probe import Probe
+
+__all__ = ["probes_replaced"]
+
+
+def probes_replaced(
+    probes: Iterable[Probe], model: nn.Module, name: Any, replace: bool
+) -> list[Probe]:
+    """The probes watching another model under ``name``, which a probe of ``model`` replaces.
+
+    Without ``replace`` any such probe is a ValueError saying how to tell the
+    models apart. A probe of ``model`` itself is left to the new probe (it
+    replaces or refuses it), as is one whose model is gone.
+    """
+    replaced = []
+    for other in list(probes):
+        other_model = other._model_ref()
+        if other.name != name or other_model is None or other_model is model:
+            continue  # the same model: the probe replaces or refuses itself
+        if replace:
+            replaced.append(other)  # a model rebuilt (a notebook cell run again)
+            continue
+        label = "no name" if name is None else f"name={name!r}"
+        raise ValueError(
+            f"watch: this run already watches a {type(other_model).__name__} under "
+            f"{label}; give each model its own name so that their layers are told "
+            "apart, e.g. run.watch(generator, name='G') and "
+            "run.watch(discriminator, name='D'), or pass replace=True to stop "
+            "watching the other one (a model rebuilt in a notebook)"
+        )
+    return replaced
