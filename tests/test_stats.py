@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from nbviz.probes import histogram as hg
 from nbviz.probes import stats as st
+from nbviz.probes import tensor_stats as ts
 
 BINS = 16
 
@@ -19,8 +21,8 @@ def reference_counts(sample: torch.Tensor, lo: float, hi: float) -> np.ndarray:
     return np.bincount(idx, minlength=BINS + 2).astype(np.float64)
 
 
-def known_range(lo: float, hi: float) -> st.HistState:
-    state = st.HistState(BINS, 0.5)
+def known_range(lo: float, hi: float) -> hg.HistState:
+    state = hg.HistState(BINS, 0.5)
     state.set_range(lo, hi)
     return state
 
@@ -29,12 +31,12 @@ def test_batched_histograms_equal_binning_each_sample_alone():
     torch.manual_seed(0)
     tensors = {
         "small": torch.randn(100) * 3,
-        "exact sample size": torch.randn(st.HIST_SAMPLE),
+        "exact sample size": torch.randn(hg.HIST_SAMPLE),
         "weight": torch.randn(512, 784),
         "conv activation": torch.relu(torch.randn(8, 16, 13, 13)),
         "strided view": torch.randn(40_000)[::3],
     }
-    capture = st.StepCapture(BINS, st.Scratch(), st.BinCache())
+    capture = st.StepCapture(BINS, ts.Scratch(), hg.BinCache())
     states = {}
     for i, (name, x) in enumerate(tensors.items()):
         states[name] = known_range(-1.5, 2.0)  # values fall on both sides of the range
@@ -45,7 +47,7 @@ def test_batched_histograms_equal_binning_each_sample_alone():
     flat, _ = capture.to_host()
     results = st.combine(capture.entries, flat)
     for name, x in tensors.items():
-        sample, _ = st._hist_sample(x.reshape(-1))
+        sample, _ = hg.hist_sample(x.reshape(-1))
         expected = reference_counts(sample, -1.5, 2.0)
         got = results[name].hist
         assert got.sum() == sample.numel(), name
@@ -55,7 +57,7 @@ def test_batched_histograms_equal_binning_each_sample_alone():
 
 
 def test_batched_binning_reuses_its_constants_while_the_layout_repeats():
-    cache = st.BinCache()
+    cache = hg.BinCache()
     states = [known_range(0.0, 1.0), known_range(-1.0, 1.0)]
     like = torch.zeros(1)
     first = cache.constants(states, [10, 20], like)
@@ -66,21 +68,21 @@ def test_batched_binning_reuses_its_constants_while_the_layout_repeats():
 def test_nan_in_a_batched_sample_weighs_nothing():
     x = torch.randn(1000)
     x[::10] = float("nan")
-    capture = st.StepCapture(BINS, st.Scratch(), st.BinCache())
+    capture = st.StepCapture(BINS, ts.Scratch(), hg.BinCache())
     capture.add_clean("x", x, None, known_range(-1.0, 1.0))
     flat, _ = capture.to_host()
     res = st.combine(capture.entries, flat)["x"]
     assert res.hist.sum() == 900
-    assert res.stats[st.STAT_FIELDS.index("nonfinite")] == 100
+    assert res.stats[ts.STAT_FIELDS.index("nonfinite")] == 100
 
 
 def test_histogram_sample_spreads_over_the_whole_tensor():
     rows, cols = 512, 784
     by_row = torch.arange(rows, dtype=torch.float32)[:, None].expand(rows, cols).contiguous()
     by_col = torch.arange(cols, dtype=torch.float32)[None, :].expand(rows, cols).contiguous()
-    sample_rows, copied = st._hist_sample(by_row.reshape(-1))
-    sample_cols, _ = st._hist_sample(by_col.reshape(-1))
-    assert copied and sample_rows.numel() == st.HIST_SAMPLE
+    sample_rows, copied = hg.hist_sample(by_row.reshape(-1))
+    sample_cols, _ = hg.hist_sample(by_col.reshape(-1))
+    assert copied and sample_rows.numel() == hg.HIST_SAMPLE
     seen_rows = np.unique(sample_rows.numpy())
     assert len(seen_rows) >= 100
     assert len(np.unique(seen_rows // (rows // 8))) == 8  # every eighth of the rows is sampled

@@ -72,10 +72,10 @@ def main(out: Path, branch_free: bool = False) -> None:
     from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
     import nbviz
-    from nbviz.probes import stats
+    from nbviz.probes import tensor_stats
 
     if branch_free:
-        stats._cheap_to_read = lambda t: False
+        tensor_stats.cheap_to_read = lambda t: False
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()

@@ -46,6 +46,7 @@ import torch.distributed as dist
 
 from nbviz.probes import stats as st
 from nbviz.probes.evaluate import Evaluation
+from nbviz.probes.histogram import HistState
 
 #: Stands for a NaN checksum in the MAX buffer (NaN has no order; every rank maps it alike).
 _NAN_MARK = 1.5e308
@@ -325,7 +326,7 @@ def combine_ranks(
     return bad_counter, bad_rank, diverged, same
 
 
-def _hist(results: dict[Hashable, st.SlotResult], key: Hashable) -> st.HistState:
+def _hist(results: dict[Hashable, st.SlotResult], key: Hashable) -> HistState:
     hist = results[key].hist_state
     assert hist is not None, f"no histogram state for {key!r}"
     return hist

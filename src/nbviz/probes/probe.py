@@ -52,6 +52,7 @@ from torch import nn
 from nbviz.probes import distributed as dd
 from nbviz.probes import finite
 from nbviz.probes import stats as st
+from nbviz.probes.histogram import HIST_PADDING, BinCache, HistState
 from nbviz.probes.outputs import describe, find_tensor, path_text
 from nbviz.probes.select import (
     DEFAULT_MAX_LAYERS,
@@ -62,6 +63,7 @@ from nbviz.probes.select import (
 )
 from nbviz.probes.sentinel import Sentinel
 from nbviz.probes.summary import model_summary
+from nbviz.probes.tensor_stats import Scratch, real_view
 
 SIGNALS = ("activations", "gradients", "weights")
 _SIGNAL_ALIASES = {
@@ -295,9 +297,9 @@ class Probe:
         self._checked: tuple[Any, int, torch.Tensor] | None = None  # the last output checked
         self._autocast = False  # some forward of this step ran under autocast
         self._autocast_on = _autocast_query(self.device.type)
-        self._hist: dict[tuple[str, str], st.HistState] = {}
-        self._scratch = st.Scratch() if self.device.type == "cpu" else None
-        self._bin_cache = st.BinCache()
+        self._hist: dict[tuple[str, str], HistState] = {}
+        self._scratch = Scratch() if self.device.type == "cpu" else None
+        self._bin_cache = BinCache()
         self._shapes: dict[str, list[int]] = {}
         self._exec_order: dict[str, int] = {}
         self._unit_dims: dict[str, int | None] = {}
@@ -309,7 +311,7 @@ class Probe:
         if self._watch_weights:
             with torch.no_grad():
                 self._init = [p.detach().clone() for _, p in self.params]
-                self._init_norm = [float(st.real_view(t).float().norm()) for t in self._init]
+                self._init_norm = [float(real_view(t).float().norm()) for t in self._init]
                 self._prev = [torch.empty_like(t) for t in self._init]
 
         # --- step state --------------------------------------------------------
@@ -667,13 +669,13 @@ class Probe:
                 self._sentinel.add(base + j, parts[0].witness)
 
     # --------------------------------------------------------------- records
-    def _hist_for(self, layer: str, signal: str) -> st.HistState | None:
+    def _hist_for(self, layer: str, signal: str) -> HistState | None:
         if not self._capture_hist:
             return None
         key = (layer, signal)
         h = self._hist.get(key)
         if h is None:
-            h = self._hist[key] = st.HistState(self.bins, st.HIST_PADDING[signal])
+            h = self._hist[key] = HistState(self.bins, HIST_PADDING[signal])
             if self._dist is not None and self._per_sample(key):
                 h.defer = True  # the ranks agree on its range first
         return h

@@ -1,0 +1,235 @@
+"""The statistics of one tensor, as 0-d and per-unit results left on the device.
+
+Cost model (CPU, measured): each torch op costs a few microseconds of dispatch
+plus ~0.03-0.1 ns per element read (reductions) or ~0.1 ns per element written;
+boolean reductions (``count_nonzero``, ``isfinite().sum()``) are 5-30x slower
+than float ones, ``vector_norm(ord=0)`` 100x. So every statistic below is a float
+op, counts that the host knows (the element count) are not computed, and all the
+results of one step go to the host in one ``torch.cat`` and one copy.
+
+Two ways to read a tensor:
+
+* ``clean`` (activations, output and parameter gradients: tensors that are gone
+  or may change before the step ends): non-finite elements are replaced by zero
+  first and counted, so the moments never turn NaN.
+* ``raw`` (weights, read when the step ends and unchanged until the host copy):
+  the moments are taken as they are. ``aminmax`` propagates NaN and infinities,
+  so a finite min and max prove that no element is non-finite; when one is not
+  finite the host recomputes that tensor the ``clean`` way (a rare, second copy).
+
+On the CPU there is no device to wait for: reading a 0-d result costs what an op
+costs. There both ways start with ``aminmax`` and read it; a finite tensor (the
+common case) then skips the cleaning and the non-finite count (half the element
+passes), a non-finite one takes the ``clean`` way at once. On accelerators the
+branch-free ways above are used, so nothing waits for the device before the
+step's one copy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from nbviz.probes import finite
+from nbviz.probes.histogram import HistInput, HistState
+
+#: Statistic vector layout on the host, one per slot and step.
+STAT_FIELDS = ("count", "sum", "sumsq", "min", "max", "nonzero", "nonfinite")
+N_STATS = len(STAT_FIELDS)
+SUM, SUMSQ, MIN, MAX, NONZERO, NONFINITE = 1, 2, 3, 4, 5, 6
+
+#: Float32 sums of 0/1 values are exact below this many terms.
+_EXACT_F32 = 2**24
+
+
+def cheap_to_read(t: torch.Tensor) -> bool:
+    """Whether reading a 0-d result of ``t`` makes nobody wait (true on the CPU)."""
+    return t.device.type == "cpu"
+
+
+def real_view(x: torch.Tensor) -> torch.Tensor:
+    """A complex tensor as its real and imaginary parts (a trailing dimension of 2).
+
+    Its statistics and histograms are then those of the components: the norm is
+    the complex norm, and a NaN in either part is counted.
+    """
+    return torch.view_as_real(x.resolve_conj()) if x.is_complex() else x
+
+
+def _float(x: torch.Tensor) -> torch.Tensor:
+    x = x.detach()  # a complex tensor comes as its real_view (StepCapture's entry points)
+    if x.dtype not in (torch.float32, torch.float64):
+        x = x.float()
+    return x
+
+
+#: Tensors at least this large take their element-wise temporaries from :class:`Scratch`.
+SCRATCH_MIN = 1 << 16
+
+
+class Scratch:
+    """A reusable CPU buffer for element-wise temporaries, one per dtype.
+
+    Allocating a fresh megabyte-sized temporary at every capture costs page faults
+    (the allocator hands large freed blocks back to the system between captures);
+    one buffer the size of the largest watched tensor does not.
+    """
+
+    def __init__(self) -> None:
+        self._buffers: dict[torch.dtype, torch.Tensor] = {}
+
+    def like(self, flat: torch.Tensor) -> torch.Tensor:
+        """An uninitialised 1-d tensor with ``flat``'s size and dtype, valid until the next call."""
+        n = flat.numel()
+        buf = self._buffers.get(flat.dtype)
+        if buf is None or buf.numel() < n:
+            buf = self._buffers[flat.dtype] = torch.empty(n, dtype=flat.dtype)
+        return buf[:n]
+
+
+Parts = tuple[tuple[int, ...], list[torch.Tensor], list[torch.Tensor], "HistInput | None"]
+
+
+def clean_parts(
+    x: torch.Tensor,
+    unit_dim: int | None = None,
+    hist: HistState | None = None,
+    scratch: Scratch | None = None,
+) -> Parts:
+    """Statistics of ``x`` with non-finite elements counted and left out of the moments.
+
+    Returns ``(fields, scalars, vectors, hist)``: 0-d results for the listed
+    STAT_FIELDS, vectors (per-unit nonzero count and sum) and what the histogram
+    needs (see :class:`HistInput`), ``None`` without ``hist``. Without units the sum
+    and nonzero count are scalars; with units they are the host's sums of the
+    per-unit vectors.
+    """
+    xf = _float(x)
+    n = xf.numel()
+    flat = xf.reshape(-1)
+    if cheap_to_read(flat):
+        mn, mx = torch.aminmax(flat)
+        lo, hi = mn.item(), mx.item()
+        if math.isfinite(lo) and math.isfinite(hi):
+            return _finite_parts(xf, flat, mn, mx, lo >= 0, unit_dim, hist, scratch)
+    xc = torch.nan_to_num(flat, nan=0.0, posinf=0.0, neginf=0.0)
+    # x*0 is 0 exactly where x is finite, NaN elsewhere
+    bad = torch.nan_to_num_(flat.mul(0.0), nan=1.0)
+    nonfinite = bad.sum(dtype=torch.float64) if n >= _EXACT_F32 else bad.sum()
+    mn, mx = torch.aminmax(xc)
+    sumsq = torch.dot(xc, xc)
+    sign = xc.sign()
+    vectors: list[torch.Tensor] = []
+    if unit_dim is not None:
+        shape = xf.shape
+        dims = [d for d in range(len(shape)) if d != unit_dim]
+        per_unit = n // max(shape[unit_dim], 1)
+        dtype = torch.float64 if per_unit >= _EXACT_F32 else None
+        vectors.append(sign.abs_().view(shape).sum(dim=dims, dtype=dtype))
+        vectors.append(xc.view(shape).sum(dim=dims))
+        fields: tuple[int, ...] = (SUMSQ, MIN, MAX, NONFINITE)
+        scalars = [sumsq, mn, mx, nonfinite]
+    else:
+        nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
+        fields = (SUM, SUMSQ, MIN, MAX, NONZERO, NONFINITE)
+        scalars = [xc.sum(), sumsq, mn, mx, nonzero, nonfinite]
+    hist_in = HistInput(hist, flat, finite=False) if hist is not None else None
+    return fields, scalars, vectors, hist_in
+
+
+def _finite_parts(
+    xf: torch.Tensor,
+    flat: torch.Tensor,
+    mn: torch.Tensor,
+    mx: torch.Tensor,
+    nonnegative: bool,
+    unit_dim: int | None,
+    hist: HistState | None,
+    scratch: Scratch | None,
+) -> Parts:
+    """``clean_parts`` of a tensor known to be finite: no cleaning, nothing non-finite to count.
+
+    The hot path of every capture: positional arguments and a fresh ``sign`` for
+    small tensors, as keyword parsing and buffer slicing cost more than the op there.
+    """
+    n = flat.numel()
+    if scratch is not None and n >= SCRATCH_MIN:
+        sign = torch.sign(flat, out=scratch.like(flat))
+    else:
+        sign = flat.sign()
+    vectors: list[torch.Tensor] = []
+    if unit_dim is not None:
+        shape = xf.shape
+        dims = _other_dims(len(shape), unit_dim)
+        if not nonnegative:  # signs of a ReLU output are already 0 or 1
+            sign.abs_()
+        if n // max(shape[unit_dim], 1) >= _EXACT_F32:
+            vectors.append(sign.view(shape).sum(dims, dtype=torch.float64))
+        else:
+            vectors.append(sign.view(shape).sum(dims))
+        vectors.append(xf.sum(dims))
+        fields: tuple[int, ...] = (SUMSQ, MIN, MAX)
+        scalars = [torch.dot(flat, flat), mn, mx]
+    else:
+        nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
+        fields = (SUM, SUMSQ, MIN, MAX, NONZERO)
+        scalars = [flat.sum(), torch.dot(flat, flat), mn, mx, nonzero]
+    hist_in = HistInput(hist, flat, finite=True) if hist is not None else None
+    return fields, scalars, vectors, hist_in
+
+
+_DIMS: dict[tuple[int, int], int | tuple[int, ...]] = {}
+
+
+def _other_dims(ndim: int, unit_dim: int) -> int | tuple[int, ...]:
+    """The dimensions to reduce for per-unit sums (an int when one, which is cheaper to pass)."""
+    key = (ndim, unit_dim)
+    dims = _DIMS.get(key)
+    if dims is None:
+        rest = tuple(d for d in range(ndim) if d != unit_dim)
+        dims = _DIMS[key] = rest[0] if len(rest) == 1 else rest
+    return dims
+
+
+def raw_parts(
+    x: torch.Tensor, hist: HistState | None = None, scratch: Scratch | None = None
+) -> Parts:
+    """Statistics of ``x`` as it is (see the module docstring): 4 reductions and a sign."""
+    xf = _float(x)
+    flat = xf.reshape(-1)
+    n = flat.numel()
+    mn, mx = torch.aminmax(flat)
+    if cheap_to_read(flat):
+        lo, hi = mn.item(), mx.item()
+        if math.isfinite(lo) and math.isfinite(hi):
+            return _finite_parts(xf, flat, mn, mx, lo >= 0, None, hist, scratch)
+        return clean_parts(x, None, hist)
+    # sign(NaN) is 0 and sign(inf) is 1, but a non-finite tensor is redone anyway
+    sign = flat.sign()
+    nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
+    scalars = [flat.sum(), torch.dot(flat, flat), mn, mx, nonzero]
+    hist_in = HistInput(hist, flat, finite=False) if hist is not None else None
+    return (SUM, SUMSQ, MIN, MAX, NONZERO), scalars, [], hist_in
+
+
+_CONSTANTS: dict[tuple[torch.dtype, bool], torch.Tensor] = {}
+
+
+def witness(x: torch.Tensor, fields: tuple[int, ...], scalars: list[torch.Tensor]) -> torch.Tensor:
+    """From a tensor's statistics, a 0-d tensor non-finite exactly when an element was.
+
+    On the CPU the host has already checked (a non-finite tensor is the only one
+    measured the clean way), so a constant does; elsewhere the non-finite count
+    becomes NaN where positive, on the device.
+    """
+    bad = NONFINITE in fields
+    dtype = finite.sum_dtype(x.dtype)  # as the sentinel's own sums
+    if cheap_to_read(x):
+        key = (dtype, bad)
+        const = _CONSTANTS.get(key)
+        if const is None:
+            const = _CONSTANTS[key] = torch.tensor(float("nan") if bad else 0.0, dtype=dtype)
+        return const
+    count = scalars[fields.index(NONFINITE)]
+    return torch.where(count > 0, float("nan"), 0.0).to(dtype)
