@@ -38,12 +38,11 @@ each rank's own statistics to ``<run>/ranks/<rank>/``, a run of its own.
 
 from __future__ import annotations
 
-import time
 import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
@@ -54,6 +53,7 @@ from nbviz.probes import finite
 from nbviz.probes import stats as st
 from nbviz.probes.histogram import HIST_PADDING, BinCache, HistState
 from nbviz.probes.outputs import describe, find_tensor, path_text
+from nbviz.probes.records import Records, Sink
 from nbviz.probes.select import (
     DEFAULT_MAX_LAYERS,
     LayerPattern,
@@ -62,8 +62,11 @@ from nbviz.probes.select import (
     unit_dim,
 )
 from nbviz.probes.sentinel import Sentinel
-from nbviz.probes.summary import model_summary
 from nbviz.probes.tensor_stats import Scratch, real_view
+
+#: Units beyond this count are not recorded one by one (e.g. a vocabulary's logits).
+MAX_UNITS = 8192
+
 
 SIGNALS = ("activations", "gradients", "weights")
 _SIGNAL_ALIASES = {
@@ -82,17 +85,8 @@ _SIGNAL_ALIASES = {
 #: (benchmarks/probe_overhead.py); a NaN is still reported at the exact step it appeared.
 DEFAULT_EVERY = 50
 DEFAULT_BINS = 64
-#: Units beyond this count are not recorded one by one (e.g. a vocabulary's logits).
-MAX_UNITS = 8192
 
 _WATCHED: weakref.WeakKeyDictionary[nn.Module, Probe] = weakref.WeakKeyDictionary()
-
-
-class Sink(Protocol):
-    """Where a probe hands its records: the run's background writer."""
-
-    def insert(self, table: str, rows: list[tuple]) -> None: ...
-    def set_meta(self, key: str, value: Any) -> None: ...
 
 
 def _is_compiled(model: nn.Module) -> bool:
@@ -114,7 +108,7 @@ def _normalise_signals(signals: Sequence[str] | str | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-class Probe:
+class Probe(Records):
     """Records activations, gradients and weights of ``model`` into a run.
 
     Create it with ``run.watch(model, ...)``; see the module docstring for how steps
@@ -199,6 +193,9 @@ class Probe:
         self._model_ref = weakref.ref(model)
         self.every, self.hist_every, self.bins = every, hist_every, bins
         self.signals = _normalise_signals(signals)
+        self._watch_weights = "weights" in self.signals
+        self._watch_acts = "activations" in self.signals
+        self._watch_grads = "gradients" in self.signals
         self.name = name
         self._prefix = prefix = f"{name}." if name else ""
         self.compiled = _is_compiled(model)
@@ -207,6 +204,7 @@ class Probe:
         self._on_close = on_close
         self.closed = False
         self._handles: list[Any] = []
+        self._summary_written = False
 
         # --- what is watched -------------------------------------------------
         root = model
@@ -239,7 +237,6 @@ class Probe:
         self._dist = dist
         self._writes = dist is None or dist.writes  # whether this process's records are kept
         self._grad_scale: float | None = None
-        self._sync_backward = True
         self._shard: Any = None
         if dist is not None:
             # every rank must capture the same steps: agree on the start and the setup
@@ -269,85 +266,10 @@ class Probe:
 
                 self._shard = Writer(Path(sink.run_dir) / "ranks" / str(dist.rank))
 
-        # slot tables: (layer, signal) for records, sentinel index space
-        self._act_slots = {n: i for i, (n, _) in enumerate(self.modules)}
-        n_mod, n_par = len(self.modules), len(self.params)
-        self._sentinel = Sentinel(n_mod + n_par, self.device)
-        self._sent_names = [(n, "activation") for n, _ in self.modules] + [
-            (n, "gradient") for n, _ in self.params
-        ]
-        # checks the sentinel can take from another one (see nbviz.probes.finite)
-        self._keeps_finite = {
-            self._act_slots[n]: kind
-            for n, m in self.modules
-            if (kind := finite.keeps_finite(m)) is not None
-        }
-        # per parameter: its sentinel slot, and its layer's bias (slot, parameter)
-        # where the bias gradient tells whether the weight gradient is finite
-        via = finite.weight_from_bias(model, self.params)
-        self._grad_plan = [
-            (
-                n_mod + j,
-                p,
-                None if j not in via else n_mod + via[j],
-                None if j not in via else self.params[via[j]][1],
-            )
-            for j, (_, p) in enumerate(self.params)
-        ]
-        self._checked: tuple[Any, int, torch.Tensor] | None = None  # the last output checked
-        self._autocast = False  # some forward of this step ran under autocast
-        self._autocast_on = _autocast_query(self.device.type)
-        self._hist: dict[tuple[str, str], HistState] = {}
-        self._scratch = Scratch() if self.device.type == "cpu" else None
-        self._bin_cache = BinCache()
-        self._shapes: dict[str, list[int]] = {}
-        self._exec_order: dict[str, int] = {}
-        self._unit_dims: dict[str, int | None] = {}
-
-        # weights: initial values (distance from init) and a buffer for the update
-        self._watch_weights = "weights" in self.signals
-        self._watch_acts = "activations" in self.signals
-        self._watch_grads = "gradients" in self.signals
-        if self._watch_weights:
-            with torch.no_grad():
-                self._init = [p.detach().clone() for _, p in self.params]
-                self._init_norm = [float(real_view(t).float().norm()) for t in self._init]
-                self._prev = [torch.empty_like(t) for t in self._init]
-
-        # --- step state --------------------------------------------------------
-        self._next_step = first_step
-        self._counter = 0  # internal step counter used by the sentinel
-        self._counter_tags: dict[int, int] = {}
-        self._open = False  # a training step is in progress
-        self._tag = first_step
-        self._tagged = False
-        self._last_ended: int | None = None  # the number of the step that ended last
-        self._backward_done = False
-        self._optimizer_stepped = False
-        self._active = False  # inside a training forward of the root
-        self._capture: st.StepCapture | None = None
-        self._capture_hist = False
-        self._pgrad_parts: dict[int, tuple] = {}  # parameter index -> measured gradient
-        self._callback_pending = False
-        self._queue_callback = self._queue_backward_callback  # bound once: a hook per step
-        self._summary_written = False
-        self.steps_seen = 0
-        self.captures = 0
-
-        # --- hooks --------------------------------------------------------------
-        self._handles.append(root.register_forward_pre_hook(_Hook(self._on_root_pre)))
-        self._handles.append(root.register_forward_hook(_Hook(self._on_root_post)))
-        for name, module in self.modules:
-            slot = self._act_slots[name]
-            kind = self._keeps_finite.get(slot)
-            if kind is None:
-                hook = _Hook(self._on_output, name, slot)
-            else:
-                hook = _Hook(self._on_kept_output, name, slot, kind)
-            self._handles.append(module.register_forward_hook(hook))
-        self._optimizer = optimizer
-        if optimizer is not None:
-            self._handles.append(optimizer.register_step_post_hook(_Hook(self._on_optimizer_step)))
+        self._setup_hooks(model)
+        self._setup_measure()
+        self._setup_clock(first_step, optimizer)
+        self._attach(root, optimizer)
         _WATCHED[model] = self
         self._write_config()
         if dist is not None:
@@ -372,9 +294,7 @@ class Probe:
             self._report_nonfinite(force=True)
             self._write_summary(force=True)
         finally:
-            for handle in self._handles:
-                handle.remove()
-            self._handles.clear()
+            self._detach()
             self.closed = True
             model = self._model_ref()
             if model is not None and _WATCHED.get(model) is self:
@@ -413,97 +333,207 @@ class Probe:
             f"every={self.every}, {state}>"
         )
 
-    # ------------------------------------------------------------ step logic
-    def _on_log(self, step: int) -> None:
-        """Called by ``run.log(step, ...)``: names the step in progress.
+    _capture: st.StepCapture | None
+    _capture_hist: bool  # this capture step also takes histograms
+    _pgrad_parts: dict[int, tuple]  # parameter index -> measured gradient
+    _hist: dict[tuple[str, str], HistState]
+    _init: list[torch.Tensor]  # the weights when the probe began
+    _init_norm: list[float]
+    _prev: list[torch.Tensor]  # the weights when the capture step began, then scratch
+    captures: int
 
-        With ``optimizer=``, a log of the step that ended last, arriving before the
-        step in progress has had its own ``optimizer.step()``, is about the one that
-        ended: a loop whose model runs again after its update and before the log (a
-        GAN's discriminator, in the generator's pass) logs that update, not the step
-        the extra pass opened.
-        """
-        if self.closed or not self._open or self._tagged:
-            return
-        if self._optimizer is not None and not self._optimizer_stepped and step == self._last_ended:
-            return
-        self._tag = step
-        self._tagged = True
-        self._next_step = step + 1
-
-    def _on_optimizer_step(self, *_: Any) -> None:
-        self._optimizer_stepped = True
-
-    def _on_root_pre(self, root: nn.Module, args: Any) -> None:
-        # the hooks below run on every step, between the model's own ops: kept short
-        if not (
-            torch.is_grad_enabled() and root.training and not torch.is_inference_mode_enabled()
-        ):
-            self._active = False
-            return
-        if self._open and (
-            self._optimizer_stepped if self._optimizer is not None else self._backward_done
-        ):
-            self._finish_step()
-        if not self._open:
-            self._start_step()
-        self._active = True
-        self._checked = None
-        if not self._autocast:
-            self._autocast = self._autocast_on()
-
-    def _on_root_post(self, root: nn.Module, args: Any, output: Any) -> None:
-        if not self._active:
-            return
-        self._active = False
-        self._checked = None
-        if not self._callback_pending:
-            tensor = output if type(output) is torch.Tensor else find_tensor(output)[1]
-            if tensor is not None and tensor.requires_grad:
-                tensor.register_hook(self._queue_callback)
-                self._callback_pending = True
-                if self._dist is not None:
-                    # DDP decides at the forward whether this backward averages gradients
-                    self._sync_backward = bool(getattr(root, "require_backward_grad_sync", True))
-
-    def _queue_backward_callback(self, grad: torch.Tensor) -> None:
-        _queue_engine_callback(self._after_backward)
-
-    def _start_step(self) -> None:
-        self._open = True
-        self._tagged = False
-        self._backward_done = False
-        self._optimizer_stepped = False
-        self._tag = self._next_step
-        self._counter += 1
-        self.steps_seen += 1
-        capture = self._tag % self.every == 0
-        self._capture = (
-            st.StepCapture(self.bins, self._scratch, self._bin_cache) if capture else None
-        )
-        self._capture_hist = capture and self._tag % self.hist_every == 0
+    def _setup_measure(self) -> None:
+        self._capture = None
+        self._capture_hist = False
         self._pgrad_parts = {}
-        self._autocast = False
-        if capture and self._watch_weights:
+        self._hist = {}
+        self._scratch = Scratch() if self.device.type == "cpu" else None
+        self._bin_cache = BinCache()
+        self.captures = 0
+        # weights: initial values (distance from init) and a buffer for the update
+        if self._watch_weights:
             with torch.no_grad():
-                torch._foreach_copy_(self._prev, [p.detach() for _, p in self.params])
+                self._init = [p.detach().clone() for _, p in self.params]
+                self._init_norm = [float(real_view(t).float().norm()) for t in self._init]
+                self._prev = [torch.empty_like(t) for t in self._init]
 
-    def _finish_step(self) -> None:
-        """Close the step in progress: weights (now updated), one host copy, records out."""
-        if not self._open:
+    def _hist_for(self, layer: str, signal: str) -> HistState | None:
+        if not self._capture_hist:
+            return None
+        key = (layer, signal)
+        h = self._hist.get(key)
+        if h is None:
+            h = self._hist[key] = HistState(self.bins, HIST_PADDING[signal])
+            if self._dist is not None and self._per_sample(key):
+                h.defer = True  # the ranks agree on its range first
+        return h
+
+    def _per_sample(self, key: Any) -> bool:
+        """Whether a slot holds per-sample values that differ by rank (summed over ranks)."""
+        layer, signal = key
+        return signal == "activation" or (signal == "gradient" and layer in self._module_names)
+
+    def _measure_synced(self) -> None:
+        """Several ranks: the parameter gradients of the step, once DDP has averaged them."""
+        capture = self._capture
+        if capture is None or self.closed:
             return
-        self._open = False
-        if not self._tagged:
-            self._next_step = self._tag + 1
-        self._last_ended = self._tag
-        self._counter_tags[self._counter] = self._tag
-        self._sentinel.commit(self._counter)
-        capture, self._capture = self._capture, None
-        if capture is not None:
-            self._record_capture(capture)
-        self._write_summary()
+        self._measure_param_grads(capture, check=False)
 
-    # ------------------------------------------------------------------ hooks
+    def _measure_param_grads(self, capture: st.StepCapture, check: bool) -> None:
+        """Each parameter gradient's statistics, kept for the capture's record.
+
+        ``.grad`` accumulates, so the last backward of the step has the step's
+        total; measured now, since ``zero_grad(set_to_none=False)`` or clipping may
+        change it later. With ``check``, each measurement also gives the sentinel
+        its value for that gradient (no second read).
+        """
+        base = len(self.modules)
+        for j, (name, p) in enumerate(self.params):
+            g = p.grad
+            if g is None:
+                continue
+            if g.layout != torch.strided:
+                g = g.to_dense()  # a sparse gradient (nn.Embedding(sparse=True)): zeros count
+            parts = capture.measure_clean(
+                (name, "gradient"), g.detach(), None, self._hist_for(name, "gradient")
+            )
+            self._pgrad_parts[j] = parts
+            if check:
+                self._sentinel.add(base + j, parts[0].witness)
+
+    def _record_capture(self, capture: st.StepCapture) -> None:
+        extra: list[torch.Tensor] = []
+        for measured in self._pgrad_parts.values():
+            capture.add_measured(measured)
+        self._pgrad_parts = {}
+        if self._watch_weights:
+            with torch.no_grad():
+                current = [p.detach() for _, p in self.params]
+                # the step's update (in the copy taken when the step began) and the
+                # distance from init: norms only, batched
+                # (in place: fresh model-sized temporaries cost page faults on CPU)
+                torch._foreach_sub_(self._prev, current)
+                update = torch._foreach_norm(self._prev)
+                torch._foreach_copy_(self._prev, current)
+                torch._foreach_sub_(self._prev, self._init)
+                init_dist = torch._foreach_norm(self._prev)
+                extra.append(torch.stack([*init_dist, *update]))
+                for (name, _), w in zip(self.params, current, strict=True):
+                    capture.add_raw((name, "weight"), w, self._hist_for(name, "weight"))
+        extra.append(self._sentinel.first_bad)
+        if self._dist is not None:
+            extra.append(self._checksums_extra())
+        flat, extras = capture.to_host(extra)
+        self.captures += 1
+        results = st.combine(capture.entries, flat)  # keyed by (layer, signal)
+        norms = extras[0] if self._watch_weights else None
+        if self._dist is None:
+            self._emit(results, norms)
+            self._report_nonfinite(first_bad=extras[-1])
+            return
+        if self._shard is not None:
+            self._emit(results, norms, self._shard)  # this rank's own numbers
+        checksums = self._checksums(results, extras[-1])
+        first_bad, ranks, diverged, same = dd.combine_ranks(
+            self._dist, results, self._per_sample, extras[-2], checksums
+        )
+        if self._writes:
+            if not same:
+                self._note_event("rank_layout", {"step": self._tag})
+            self._emit(results, norms)
+            self._report_divergence(diverged)
+        self._report_nonfinite(first_bad=first_bad, ranks=ranks)
+
+    def _checksums_extra(self) -> torch.Tensor:
+        """Sums and sums of squares of what rank 0's weight statistics do not cover."""
+        tensors = [] if self._watch_weights else [p.detach() for _, p in self.params]
+        tensors += [b.detach() for _, b in self._buffers]
+        if not tensors:
+            return torch.zeros(0, dtype=torch.float64, device=self.device)
+        with torch.no_grad():
+            sums = [t.sum(dtype=torch.float64) for t in tensors]
+            sq = [t.double().square().sum() for t in tensors]
+        return torch.stack([torch.stack(sums), torch.stack(sq)]).to(self.device)
+
+    def _checksums(self, results: dict, extra: np.ndarray) -> np.ndarray:
+        """``(2, K)``: sum and sum of squares of every parameter, then every float buffer."""
+        k = len(extra) // 2
+        rows = extra.reshape(2, k) if k else np.zeros((2, 0))
+        if not self._watch_weights:
+            return rows
+        own = np.array(
+            [
+                [results[(n, "weight")].stats[1] for n, _ in self.params],
+                [results[(n, "weight")].stats[2] for n, _ in self.params],
+            ]
+        )
+        return np.concatenate([own, rows], axis=1)
+
+    _handles: list[Any]
+    _sentinel: Sentinel
+    _act_slots: dict[str, int]  # module name -> sentinel slot
+    _sent_names: list[tuple[str, str]]  # sentinel slot -> (layer, signal)
+    _keeps_finite: dict[int, str]  # slot -> kind, for modules that keep finite values finite
+    _grad_plan: list[tuple[int, nn.Parameter, int | None, nn.Parameter | None]]
+    _checked: tuple[Any, int, torch.Tensor] | None  # the last output checked
+    _shapes: dict[str, list[int]]  # module name -> output shape at its first call
+    _exec_order: dict[str, int]  # module name -> order of its first call
+    _unit_dims: dict[str, int | None]
+
+    def _setup_hooks(self, model: nn.Module) -> None:
+        """The sentinel and its slots: the watched modules' outputs, then the parameters."""
+        # slot tables: (layer, signal) for records, sentinel index space
+        self._act_slots = {n: i for i, (n, _) in enumerate(self.modules)}
+        n_mod, n_par = len(self.modules), len(self.params)
+        self._sentinel = Sentinel(n_mod + n_par, self.device)
+        self._sent_names = [(n, "activation") for n, _ in self.modules] + [
+            (n, "gradient") for n, _ in self.params
+        ]
+        # checks the sentinel can take from another one (see nbviz.probes.finite)
+        self._keeps_finite = {
+            self._act_slots[n]: kind
+            for n, m in self.modules
+            if (kind := finite.keeps_finite(m)) is not None
+        }
+        # per parameter: its sentinel slot, and its layer's bias (slot, parameter)
+        # where the bias gradient tells whether the weight gradient is finite
+        via = finite.weight_from_bias(model, self.params)
+        self._grad_plan = [
+            (
+                n_mod + j,
+                p,
+                None if j not in via else n_mod + via[j],
+                None if j not in via else self.params[via[j]][1],
+            )
+            for j, (_, p) in enumerate(self.params)
+        ]
+        self._checked = None
+        self._shapes = {}
+        self._exec_order = {}
+        self._unit_dims = {}
+
+    def _attach(self, root: nn.Module, optimizer: torch.optim.Optimizer | None) -> None:
+        """Hooks on the root (the step clock's), each watched module and the optimizer."""
+        self._handles.append(root.register_forward_pre_hook(_Hook(self._on_root_pre)))
+        self._handles.append(root.register_forward_hook(_Hook(self._on_root_post)))
+        for name, module in self.modules:
+            slot = self._act_slots[name]
+            kind = self._keeps_finite.get(slot)
+            if kind is None:
+                hook = _Hook(self._on_output, name, slot)
+            else:
+                hook = _Hook(self._on_kept_output, name, slot, kind)
+            self._handles.append(module.register_forward_hook(hook))
+        if optimizer is not None:
+            self._handles.append(optimizer.register_step_post_hook(_Hook(self._on_optimizer_step)))
+
+    def _detach(self) -> None:
+        """Remove every hook this probe added."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
     def _on_output(self, name: str, slot: int, module: nn.Module, args: Any, output: Any) -> None:
         if not self._active:
             return
@@ -586,27 +616,6 @@ class Probe:
             grad = grad * self._grad_scale  # the gradient of the ranks' mean loss (DDP's)
         capture.add_clean((name, "gradient"), grad, None, self._hist_for(name, "gradient"))
 
-    def _after_backward(self) -> None:
-        """Runs once when a backward pass through the watched model completes."""
-        self._callback_pending = False
-        if self.closed:
-            return
-        self._backward_done = True
-        capture = self._capture
-        if capture is None or not self._watch_grads:
-            self._check_grads()
-        elif self._dist is None:
-            self._measure_param_grads(capture, check=True)
-        else:
-            self._check_grads()
-            # DDP averages the gradients in a callback queued during this backward,
-            # so after this one: measure them once it has run. A backward under
-            # no_sync() leaves a partial, local sum: the last one has the step's total
-            if self._sync_backward:
-                _queue_engine_callback(self._measure_synced)
-        # committed when the step ends (one row per step, whatever the backwards):
-        # nothing more to do inside the autograd engine, where every op costs more
-
     def _check_grads(self) -> None:
         """The sentinel's values for the parameter gradients: one sum each (half the
         cost of a batched norm on CPU), or for a layer's weight its bias's sum (see
@@ -639,337 +648,150 @@ class Probe:
                 value = sums[slot_of_value] = finite.checksum(g)
             add(slot, value)
 
-    def _measure_synced(self) -> None:
-        """Several ranks: the parameter gradients of the step, once DDP has averaged them."""
+    _next_step: int
+    _counter: int
+    _counter_tags: dict[int, int]
+    _open: bool
+    _tag: int
+    _tagged: bool
+    _last_ended: int | None  # the number of the step that ended last
+    _backward_done: bool
+    _optimizer_stepped: bool
+    _optimizer: torch.optim.Optimizer | None
+    _active: bool  # inside a training forward of the root
+    _autocast: bool  # some forward of this step ran under autocast
+    _callback_pending: bool  # a backward callback is queued or hooked on an output
+    _sync_backward: bool  # several ranks: this backward averages gradients (DDP)
+    steps_seen: int
+
+    def _setup_clock(self, first_step: int, optimizer: torch.optim.Optimizer | None) -> None:
+        self._next_step = first_step
+        self._counter = 0  # internal step counter used by the sentinel
+        self._counter_tags = {}
+        self._open = False
+        self._tag = first_step
+        self._tagged = False
+        self._last_ended = None
+        self._backward_done = False
+        self._optimizer_stepped = False
+        self._optimizer = optimizer
+        self._active = False
+        self._autocast = False
+        self._autocast_on = _autocast_query(self.device.type)
+        self._callback_pending = False
+        self._queue_callback = self._queue_backward_callback  # bound once: a hook per step
+        self._sync_backward = True
+        self.steps_seen = 0
+
+    def _on_log(self, step: int) -> None:
+        """Called by ``run.log(step, ...)``: names the step in progress.
+
+        With ``optimizer=``, a log of the step that ended last, arriving before the
+        step in progress has had its own ``optimizer.step()``, is about the one that
+        ended: a loop whose model runs again after its update and before the log (a
+        GAN's discriminator, in the generator's pass) logs that update, not the step
+        the extra pass opened.
+        """
+        if self.closed or not self._open or self._tagged:
+            return
+        if self._optimizer is not None and not self._optimizer_stepped and step == self._last_ended:
+            return
+        self._tag = step
+        self._tagged = True
+        self._next_step = step + 1
+
+    def _on_optimizer_step(self, *_: Any) -> None:
+        self._optimizer_stepped = True
+
+    def _on_root_pre(self, root: nn.Module, args: Any) -> None:
+        # the hooks below run on every step, between the model's own ops: kept short
+        if not (
+            torch.is_grad_enabled() and root.training and not torch.is_inference_mode_enabled()
+        ):
+            self._active = False
+            return
+        if self._open and (
+            self._optimizer_stepped if self._optimizer is not None else self._backward_done
+        ):
+            self._finish_step()
+        if not self._open:
+            self._start_step()
+        self._active = True
+        self._checked = None
+        if not self._autocast:
+            self._autocast = self._autocast_on()
+
+    def _on_root_post(self, root: nn.Module, args: Any, output: Any) -> None:
+        if not self._active:
+            return
+        self._active = False
+        self._checked = None
+        if not self._callback_pending:
+            tensor = output if type(output) is torch.Tensor else find_tensor(output)[1]
+            if tensor is not None and tensor.requires_grad:
+                tensor.register_hook(self._queue_callback)
+                self._callback_pending = True
+                if self._dist is not None:
+                    # DDP decides at the forward whether this backward averages gradients
+                    self._sync_backward = bool(getattr(root, "require_backward_grad_sync", True))
+
+    def _queue_backward_callback(self, grad: torch.Tensor) -> None:
+        _queue_engine_callback(self._after_backward)
+
+    def _after_backward(self) -> None:
+        """Runs once when a backward pass through the watched model completes."""
+        self._callback_pending = False
+        if self.closed:
+            return
+        self._backward_done = True
         capture = self._capture
-        if capture is None or self.closed:
-            return
-        self._measure_param_grads(capture, check=False)
+        if capture is None or not self._watch_grads:
+            self._check_grads()
+        elif self._dist is None:
+            self._measure_param_grads(capture, check=True)
+        else:
+            self._check_grads()
+            # DDP averages the gradients in a callback queued during this backward,
+            # so after this one: measure them once it has run. A backward under
+            # no_sync() leaves a partial, local sum: the last one has the step's total
+            if self._sync_backward:
+                _queue_engine_callback(self._measure_synced)
+        # committed when the step ends (one row per step, whatever the backwards):
+        # nothing more to do inside the autograd engine, where every op costs more
 
-    def _measure_param_grads(self, capture: st.StepCapture, check: bool) -> None:
-        """Each parameter gradient's statistics, kept for the capture's record.
-
-        ``.grad`` accumulates, so the last backward of the step has the step's
-        total; measured now, since ``zero_grad(set_to_none=False)`` or clipping may
-        change it later. With ``check``, each measurement also gives the sentinel
-        its value for that gradient (no second read).
-        """
-        base = len(self.modules)
-        for j, (name, p) in enumerate(self.params):
-            g = p.grad
-            if g is None:
-                continue
-            if g.layout != torch.strided:
-                g = g.to_dense()  # a sparse gradient (nn.Embedding(sparse=True)): zeros count
-            parts = capture.measure_clean(
-                (name, "gradient"), g.detach(), None, self._hist_for(name, "gradient")
-            )
-            self._pgrad_parts[j] = parts
-            if check:
-                self._sentinel.add(base + j, parts[0].witness)
-
-    # --------------------------------------------------------------- records
-    def _hist_for(self, layer: str, signal: str) -> HistState | None:
-        if not self._capture_hist:
-            return None
-        key = (layer, signal)
-        h = self._hist.get(key)
-        if h is None:
-            h = self._hist[key] = HistState(self.bins, HIST_PADDING[signal])
-            if self._dist is not None and self._per_sample(key):
-                h.defer = True  # the ranks agree on its range first
-        return h
-
-    def _per_sample(self, key: Any) -> bool:
-        """Whether a slot holds per-sample values that differ by rank (summed over ranks)."""
-        layer, signal = key
-        return signal == "activation" or (signal == "gradient" and layer in self._module_names)
-
-    def _record_capture(self, capture: st.StepCapture) -> None:
-        extra: list[torch.Tensor] = []
-        for measured in self._pgrad_parts.values():
-            capture.add_measured(measured)
+    def _start_step(self) -> None:
+        self._open = True
+        self._tagged = False
+        self._backward_done = False
+        self._optimizer_stepped = False
+        self._tag = self._next_step
+        self._counter += 1
+        self.steps_seen += 1
+        capture = self._tag % self.every == 0
+        self._capture = (
+            st.StepCapture(self.bins, self._scratch, self._bin_cache) if capture else None
+        )
+        self._capture_hist = capture and self._tag % self.hist_every == 0
         self._pgrad_parts = {}
-        if self._watch_weights:
+        self._autocast = False
+        if capture and self._watch_weights:
             with torch.no_grad():
-                current = [p.detach() for _, p in self.params]
-                # the step's update (in the copy taken when the step began) and the
-                # distance from init: norms only, batched
-                # (in place: fresh model-sized temporaries cost page faults on CPU)
-                torch._foreach_sub_(self._prev, current)
-                update = torch._foreach_norm(self._prev)
-                torch._foreach_copy_(self._prev, current)
-                torch._foreach_sub_(self._prev, self._init)
-                init_dist = torch._foreach_norm(self._prev)
-                extra.append(torch.stack([*init_dist, *update]))
-                for (name, _), w in zip(self.params, current, strict=True):
-                    capture.add_raw((name, "weight"), w, self._hist_for(name, "weight"))
-        extra.append(self._sentinel.first_bad)
-        if self._dist is not None:
-            extra.append(self._checksums_extra())
-        flat, extras = capture.to_host(extra)
-        self.captures += 1
-        results = st.combine(capture.entries, flat)  # keyed by (layer, signal)
-        norms = extras[0] if self._watch_weights else None
-        if self._dist is None:
-            self._emit(results, norms)
-            self._report_nonfinite(first_bad=extras[-1])
+                torch._foreach_copy_(self._prev, [p.detach() for _, p in self.params])
+
+    def _finish_step(self) -> None:
+        """Close the step in progress: weights (now updated), one host copy, records out."""
+        if not self._open:
             return
-        if self._shard is not None:
-            self._emit(results, norms, self._shard)  # this rank's own numbers
-        checksums = self._checksums(results, extras[-1])
-        first_bad, ranks, diverged, same = dd.combine_ranks(
-            self._dist, results, self._per_sample, extras[-2], checksums
-        )
-        if self._writes:
-            if not same:
-                self._note_event("rank_layout", {"step": self._tag})
-            self._emit(results, norms)
-            self._report_divergence(diverged)
-        self._report_nonfinite(first_bad=first_bad, ranks=ranks)
-
-    def _checksums_extra(self) -> torch.Tensor:
-        """Sums and sums of squares of what rank 0's weight statistics do not cover."""
-        tensors = [] if self._watch_weights else [p.detach() for _, p in self.params]
-        tensors += [b.detach() for _, b in self._buffers]
-        if not tensors:
-            return torch.zeros(0, dtype=torch.float64, device=self.device)
-        with torch.no_grad():
-            sums = [t.sum(dtype=torch.float64) for t in tensors]
-            sq = [t.double().square().sum() for t in tensors]
-        return torch.stack([torch.stack(sums), torch.stack(sq)]).to(self.device)
-
-    def _checksums(self, results: dict, extra: np.ndarray) -> np.ndarray:
-        """``(2, K)``: sum and sum of squares of every parameter, then every float buffer."""
-        k = len(extra) // 2
-        rows = extra.reshape(2, k) if k else np.zeros((2, 0))
-        if not self._watch_weights:
-            return rows
-        own = np.array(
-            [
-                [results[(n, "weight")].stats[1] for n, _ in self.params],
-                [results[(n, "weight")].stats[2] for n, _ in self.params],
-            ]
-        )
-        return np.concatenate([own, rows], axis=1)
-
-    def _report_divergence(self, diverged: list[dd.Divergence]) -> None:
-        """One event per tensor that differs across ranks (first step kept, latest updated)."""
-        if not diverged:
-            return
-        names = [(n, "weight") for n, _ in self.params] + [(n, "buffer") for n, _ in self._buffers]
-        sizes = [p.numel() for _, p in self.params] + [b.numel() for _, b in self._buffers]
-        rows = []
-        for d in diverged:
-            name, signal = names[d.index]
-            info = self._divergence.get(name)
-            if info is None:
-                info = self._divergence[name] = {"first_step": self._tag, "captures": 0}
-            info["captures"] += 1
-            detail = {
-                **info,
-                "last_step": self._tag,
-                "ranks": d.ranks,
-                "ranks_differing": d.count,
-                "world_size": self._dist.world_size if self._dist else 1,
-                "numel": sizes[d.index],
-                "abs_diff": d.abs_diff,
-                "rank0_sum": d.rank0[0],
-                "rank0_sumsq": d.rank0[1],
-            }
-            rows.append(("rank_divergence", name, signal, info["first_step"], _json(detail)))
-        self._sink.insert("events", rows)
-
-    def _note_event(self, kind: str, detail: dict[str, Any]) -> None:
-        self._sink.insert("events", [(kind, "", "", self._tag, _json(detail))])
-
-    def _emit(self, results: dict, norms: np.ndarray | None, sink: Any = None) -> None:
-        """Rows for the store. ``norms``: per parameter, distance from init then update norm."""
-        step = self._tag
-        stats_rows, hist_rows, unit_rows = [], [], []
-        n_par = len(self.params)
-        init_values = norms[:n_par] if norms is not None else None
-        param_index = {n: j for j, (n, _) in enumerate(self.params)}
-        weight_norms = {
-            layer: float(res.stats[2]) ** 0.5
-            for (layer, signal), res in results.items()
-            if signal == "weight"
-        }
-        for (layer, signal), res in results.items():
-            s = st.summarize(res.stats)
-            rel = None
-            if signal == "weight" and init_values is not None:
-                j = param_index[layer]
-                rel = float(init_values[j]) / self._init_norm[j] if self._init_norm[j] else None
-            stats_rows.append(
-                (
-                    step,
-                    layer,
-                    signal,
-                    s["count"],
-                    s["mean"],
-                    s["std"],
-                    s["min"],
-                    s["max"],
-                    s["zero_frac"],
-                    s["nonfinite"],
-                    s["norm"],
-                    rel,
-                )
-            )
-            if res.hist is not None:
-                counts = res.hist.astype("<i8")
-                lo, hi = res.hist_range
-                hist_rows.append(
-                    (
-                        step,
-                        layer,
-                        signal,
-                        lo,
-                        hi,
-                        counts[1:-1].tobytes(),
-                        int(counts[0]),
-                        int(counts[-1]),
-                        s["nonfinite"],
-                    )
-                )
-            if res.unit_nonzero is not None and res.unit_count > 0:
-                zero_frac = 1.0 - res.unit_nonzero / res.unit_count
-                mean = res.unit_sum / res.unit_count
-                unit_rows.append((step, layer, "zero_frac", zero_frac.astype("<f4").tobytes()))
-                unit_rows.append((step, layer, "mean", mean.astype("<f4").tobytes()))
-        if norms is not None:
-            nan = float("nan")
-            for j, (name, p) in enumerate(self.params):
-                update_norm = float(norms[n_par + j])
-                wn = weight_norms.get(name)
-                rel = update_norm / wn if wn else None
-                stats_rows.append(
-                    (step, name, "update", p.numel(), nan, nan, nan, nan, nan, 0, update_norm, rel)
-                )
-        sink = self._sink if sink is None else sink
-        if stats_rows:
-            sink.insert("layer_stats", stats_rows)
-        if hist_rows:
-            sink.insert("histograms", hist_rows)
-        if unit_rows:
-            sink.insert("unit_stats", unit_rows)
-
-    def _report_nonfinite(
-        self,
-        first_bad: np.ndarray | None = None,
-        force: bool = False,
-        ranks: np.ndarray | None = None,
-    ) -> None:
-        """Write an event for each slot whose first non-finite step is newly known.
-
-        ``ranks``: per slot, the rank that saw it first (several ranks).
-        """
-        if first_bad is None:
-            if not force:
-                return
-            first_bad = self._sentinel.first_bad.cpu().numpy()
-            if self._dist is not None:
-                first_bad, ranks = dd.reduce_first_bad(self._dist, first_bad)
-        rows = []
-        for slot in np.flatnonzero(first_bad >= 0):
-            slot = int(slot)
-            if slot in self._sentinel.reported:
-                continue
-            self._sentinel.reported.add(slot)
-            counter = int(first_bad[slot])
-            step = self._counter_tags.get(counter, self._tag)
-            layer, signal = self._sent_names[slot]
-            order = self._exec_order.get(layer, len(self._exec_order) + slot)
-            detail = {"order": order, "rank": 0, "source": "sentinel"}
-            if ranks is not None and self._dist is not None:
-                detail["rank"] = int(ranks[slot])
-                detail["world_size"] = self._dist.world_size
-            rows.append(("nonfinite", layer, signal, step, _json(detail)))
-        if rows:
-            self._sink.insert("events", rows)
-        # tags of counters already folded into first_bad are no longer needed
-        keep_from = self._counter - 1
-        for c in [c for c in self._counter_tags if c < keep_from]:
-            del self._counter_tags[c]
-
-    # ------------------------------------------------------------------- meta
-    def _set_meta(self, key: str, value: Any) -> None:
-        self._sink.set_meta(key, value)
-        if self._shard is not None:
-            self._shard.set_meta(key, value)
-
-    def _write_config(self) -> None:
-        self._set_meta(
-            "probe",
-            {
-                "every": self.every,
-                "hist_every": self.hist_every,
-                "bins": self.bins,
-                "signals": list(self.signals),
-                "layers": [n for n, _ in self.modules],
-                "params": [
-                    {"name": n, "shape": list(p.shape), "requires_grad": p.requires_grad}
-                    for n, p in self.params
-                ],
-                "compiled": self.compiled,
-                "notes": self.notes,
-                "device": str(self.device),
-                "started": time.time(),
-            },
-        )
-
-    def _write_distributed(self, model: nn.Module, rank_shards: bool) -> None:
-        assert self._dist is not None
-        ddp = None
-        if isinstance(model, nn.parallel.DistributedDataParallel):
-            ddp = {
-                "broadcast_buffers": bool(model.broadcast_buffers),
-                "find_unused_parameters": bool(model.find_unused_parameters),
-            }
-        info = {
-            **self._dist.describe(),
-            "ddp": ddp,
-            "wrapper_prefix": "stripped (module. and _orig_mod.)",
-            "combined": ["activation", "gradient of module outputs"],
-            "rank0_only": ["weight", "update", "gradient of parameters"],
-            "output_gradient_scale": self._grad_scale,
-            "checksum": "sum and sum of squares of every parameter and float buffer, "
-            "compared with rank 0's at capture steps",
-            "checked": [
-                {"name": n, "kind": "parameter", "numel": p.numel()} for n, p in self.params
-            ]
-            + [{"name": n, "kind": "buffer", "numel": b.numel()} for n, b in self._buffers],
-            "rank_shards": bool(rank_shards),
-        }
-        self._sink.set_meta("distributed", info)
-        if self._shard is not None:
-            self._shard.set_meta("distributed", {**info, "rank": self._dist.rank, "shard": True})
-
-    def _write_summary(self, force: bool = False) -> None:
-        if self._summary_written or (not force and not self._shapes):
-            return
-        model = self._model_ref()
-        if model is None:
-            return
-        root = model._orig_mod if self.compiled else model
-        self._set_meta(
-            "model",
-            {
-                "type": type(root).__name__,
-                "params": sum(p.numel() for _, p in self.params),
-                "trainable": sum(p.numel() for _, p in self.params if p.requires_grad),
-                "modules": model_summary(
-                    root,
-                    self._shapes,
-                    {n for n, _ in self.modules},
-                    self._module_notes,
-                    self._prefix,
-                ),
-                "forward_order": sorted(self._exec_order, key=self._exec_order.__getitem__),
-            },
-        )
-        self._summary_written = bool(self._shapes) or force
+        self._open = False
+        if not self._tagged:
+            self._next_step = self._tag + 1
+        self._last_ended = self._tag
+        self._counter_tags[self._counter] = self._tag
+        self._sentinel.commit(self._counter)
+        capture, self._capture = self._capture, None
+        if capture is not None:
+            self._record_capture(capture)
+        self._write_summary()
 
 
 def _noop(*args: Any) -> None:
@@ -994,12 +816,6 @@ class _Hook(partial):
 
 def _inert() -> Callable[..., None]:
     return _noop
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, separators=(",", ":"))
 
 
 def _autocast_query(device_type: str) -> Callable[[], bool]:

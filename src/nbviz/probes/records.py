@@ -1,0 +1,266 @@
+"""What a probe hands to the run store: the rows of a capture step, events, and meta.
+
+The capture (:mod:`nbviz.probes.measure`) ends in one :class:`~nbviz.probes.stats.SlotResult`
+per (layer, signal); here they become ``layer_stats``, ``histograms`` and
+``unit_stats`` rows (the update norms and distances from init beside them), the
+sentinel's first non-finite step per layer becomes a ``nonfinite`` event, and
+the probe's configuration and the model summary go to the run's meta. Nothing
+here runs on a step that is not captured, except at ``flush()`` and ``close()``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Protocol
+
+import numpy as np
+from torch import nn
+
+from nbviz.probes import distributed as dd
+from nbviz.probes import stats as st
+from nbviz.probes.summary import model_summary
+
+
+class Sink(Protocol):
+    """Where a probe hands its records: the run's background writer."""
+
+    def insert(self, table: str, rows: list[tuple]) -> None: ...
+    def set_meta(self, key: str, value: Any) -> None: ...
+
+
+class Records:
+    """The :class:`~nbviz.probes.probe.Probe`'s records and meta, written to its sink.
+
+    A part of the probe (see :mod:`nbviz.probes.probe`): it reads what the other
+    parts keep (the step's number ``_tag``, the sentinel and its step counters,
+    the modules' shapes and call order) and writes to ``_sink`` (and, with
+    ``rank_shards``, to this rank's ``_shard`` too).
+    """
+
+    _sink: Sink
+    _shard: Any  # this rank's own run (``rank_shards=True``), or None
+    _summary_written: bool  # the model summary is in the meta (with shapes, once seen)
+    _divergence: dict[str, dict[str, Any]]  # several ranks: per tensor, steps it differed
+
+    def _emit(self, results: dict, norms: np.ndarray | None, sink: Any = None) -> None:
+        """Rows for the store. ``norms``: per parameter, distance from init then update norm."""
+        step = self._tag
+        stats_rows, hist_rows, unit_rows = [], [], []
+        n_par = len(self.params)
+        init_values = norms[:n_par] if norms is not None else None
+        param_index = {n: j for j, (n, _) in enumerate(self.params)}
+        weight_norms = {
+            layer: float(res.stats[2]) ** 0.5
+            for (layer, signal), res in results.items()
+            if signal == "weight"
+        }
+        for (layer, signal), res in results.items():
+            s = st.summarize(res.stats)
+            rel = None
+            if signal == "weight" and init_values is not None:
+                j = param_index[layer]
+                rel = float(init_values[j]) / self._init_norm[j] if self._init_norm[j] else None
+            stats_rows.append(
+                (
+                    step,
+                    layer,
+                    signal,
+                    s["count"],
+                    s["mean"],
+                    s["std"],
+                    s["min"],
+                    s["max"],
+                    s["zero_frac"],
+                    s["nonfinite"],
+                    s["norm"],
+                    rel,
+                )
+            )
+            if res.hist is not None:
+                counts = res.hist.astype("<i8")
+                lo, hi = res.hist_range
+                hist_rows.append(
+                    (
+                        step,
+                        layer,
+                        signal,
+                        lo,
+                        hi,
+                        counts[1:-1].tobytes(),
+                        int(counts[0]),
+                        int(counts[-1]),
+                        s["nonfinite"],
+                    )
+                )
+            if res.unit_nonzero is not None and res.unit_count > 0:
+                zero_frac = 1.0 - res.unit_nonzero / res.unit_count
+                mean = res.unit_sum / res.unit_count
+                unit_rows.append((step, layer, "zero_frac", zero_frac.astype("<f4").tobytes()))
+                unit_rows.append((step, layer, "mean", mean.astype("<f4").tobytes()))
+        if norms is not None:
+            nan = float("nan")
+            for j, (name, p) in enumerate(self.params):
+                update_norm = float(norms[n_par + j])
+                wn = weight_norms.get(name)
+                rel = update_norm / wn if wn else None
+                stats_rows.append(
+                    (step, name, "update", p.numel(), nan, nan, nan, nan, nan, 0, update_norm, rel)
+                )
+        sink = self._sink if sink is None else sink
+        if stats_rows:
+            sink.insert("layer_stats", stats_rows)
+        if hist_rows:
+            sink.insert("histograms", hist_rows)
+        if unit_rows:
+            sink.insert("unit_stats", unit_rows)
+
+    def _report_nonfinite(
+        self,
+        first_bad: np.ndarray | None = None,
+        force: bool = False,
+        ranks: np.ndarray | None = None,
+    ) -> None:
+        """Write an event for each slot whose first non-finite step is newly known.
+
+        ``ranks``: per slot, the rank that saw it first (several ranks).
+        """
+        if first_bad is None:
+            if not force:
+                return
+            first_bad = self._sentinel.first_bad.cpu().numpy()
+            if self._dist is not None:
+                first_bad, ranks = dd.reduce_first_bad(self._dist, first_bad)
+        rows = []
+        for slot in np.flatnonzero(first_bad >= 0):
+            slot = int(slot)
+            if slot in self._sentinel.reported:
+                continue
+            self._sentinel.reported.add(slot)
+            counter = int(first_bad[slot])
+            step = self._counter_tags.get(counter, self._tag)
+            layer, signal = self._sent_names[slot]
+            order = self._exec_order.get(layer, len(self._exec_order) + slot)
+            detail = {"order": order, "rank": 0, "source": "sentinel"}
+            if ranks is not None and self._dist is not None:
+                detail["rank"] = int(ranks[slot])
+                detail["world_size"] = self._dist.world_size
+            rows.append(("nonfinite", layer, signal, step, _json(detail)))
+        if rows:
+            self._sink.insert("events", rows)
+        # tags of counters already folded into first_bad are no longer needed
+        keep_from = self._counter - 1
+        for c in [c for c in self._counter_tags if c < keep_from]:
+            del self._counter_tags[c]
+
+    def _report_divergence(self, diverged: list[dd.Divergence]) -> None:
+        """One event per tensor that differs across ranks (first step kept, latest updated)."""
+        if not diverged:
+            return
+        names = [(n, "weight") for n, _ in self.params] + [(n, "buffer") for n, _ in self._buffers]
+        sizes = [p.numel() for _, p in self.params] + [b.numel() for _, b in self._buffers]
+        rows = []
+        for d in diverged:
+            name, signal = names[d.index]
+            info = self._divergence.get(name)
+            if info is None:
+                info = self._divergence[name] = {"first_step": self._tag, "captures": 0}
+            info["captures"] += 1
+            detail = {
+                **info,
+                "last_step": self._tag,
+                "ranks": d.ranks,
+                "ranks_differing": d.count,
+                "world_size": self._dist.world_size if self._dist else 1,
+                "numel": sizes[d.index],
+                "abs_diff": d.abs_diff,
+                "rank0_sum": d.rank0[0],
+                "rank0_sumsq": d.rank0[1],
+            }
+            rows.append(("rank_divergence", name, signal, info["first_step"], _json(detail)))
+        self._sink.insert("events", rows)
+
+    def _note_event(self, kind: str, detail: dict[str, Any]) -> None:
+        self._sink.insert("events", [(kind, "", "", self._tag, _json(detail))])
+
+    # ------------------------------------------------------------------- meta
+    def _set_meta(self, key: str, value: Any) -> None:
+        self._sink.set_meta(key, value)
+        if self._shard is not None:
+            self._shard.set_meta(key, value)
+
+    def _write_config(self) -> None:
+        self._set_meta(
+            "probe",
+            {
+                "every": self.every,
+                "hist_every": self.hist_every,
+                "bins": self.bins,
+                "signals": list(self.signals),
+                "layers": [n for n, _ in self.modules],
+                "params": [
+                    {"name": n, "shape": list(p.shape), "requires_grad": p.requires_grad}
+                    for n, p in self.params
+                ],
+                "compiled": self.compiled,
+                "notes": self.notes,
+                "device": str(self.device),
+                "started": time.time(),
+            },
+        )
+
+    def _write_distributed(self, model: nn.Module, rank_shards: bool) -> None:
+        assert self._dist is not None
+        ddp = None
+        if isinstance(model, nn.parallel.DistributedDataParallel):
+            ddp = {
+                "broadcast_buffers": bool(model.broadcast_buffers),
+                "find_unused_parameters": bool(model.find_unused_parameters),
+            }
+        info = {
+            **self._dist.describe(),
+            "ddp": ddp,
+            "wrapper_prefix": "stripped (module. and _orig_mod.)",
+            "combined": ["activation", "gradient of module outputs"],
+            "rank0_only": ["weight", "update", "gradient of parameters"],
+            "output_gradient_scale": self._grad_scale,
+            "checksum": "sum and sum of squares of every parameter and float buffer, "
+            "compared with rank 0's at capture steps",
+            "checked": [
+                {"name": n, "kind": "parameter", "numel": p.numel()} for n, p in self.params
+            ]
+            + [{"name": n, "kind": "buffer", "numel": b.numel()} for n, b in self._buffers],
+            "rank_shards": bool(rank_shards),
+        }
+        self._sink.set_meta("distributed", info)
+        if self._shard is not None:
+            self._shard.set_meta("distributed", {**info, "rank": self._dist.rank, "shard": True})
+
+    def _write_summary(self, force: bool = False) -> None:
+        if self._summary_written or (not force and not self._shapes):
+            return
+        model = self._model_ref()
+        if model is None:
+            return
+        root = model._orig_mod if self.compiled else model
+        self._set_meta(
+            "model",
+            {
+                "type": type(root).__name__,
+                "params": sum(p.numel() for _, p in self.params),
+                "trainable": sum(p.numel() for _, p in self.params if p.requires_grad),
+                "modules": model_summary(
+                    root,
+                    self._shapes,
+                    {n for n, _ in self.modules},
+                    self._module_notes,
+                    self._prefix,
+                ),
+                "forward_order": sorted(self._exec_order, key=self._exec_order.__getitem__),
+            },
+        )
+        self._summary_written = bool(self._shapes) or force
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
