@@ -44,14 +44,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from nbviz.probes import distributed as dd
 from nbviz.probes import finite
 from nbviz.probes import stats as st
-from nbviz.probes.histogram import HIST_PADDING, BinCache, HistState
+from nbviz.probes.measure import StepMeasure
 from nbviz.probes.outputs import describe, find_tensor, path_text
 from nbviz.probes.records import Records, Sink
 from nbviz.probes.select import (
@@ -62,7 +61,6 @@ from nbviz.probes.select import (
     unit_dim,
 )
 from nbviz.probes.sentinel import Sentinel
-from nbviz.probes.tensor_stats import Scratch, real_view
 
 #: Units beyond this count are not recorded one by one (e.g. a vocabulary's logits).
 MAX_UNITS = 8192
@@ -108,7 +106,7 @@ def _normalise_signals(signals: Sequence[str] | str | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-class Probe(Records):
+class Probe(StepMeasure, Records):
     """Records activations, gradients and weights of ``model`` into a run.
 
     Create it with ``run.watch(model, ...)``; see the module docstring for how steps
@@ -332,143 +330,6 @@ class Probe(Records):
             f"<nbviz.Probe {len(self.modules)} modules, {len(self.params)} parameters, "
             f"every={self.every}, {state}>"
         )
-
-    _capture: st.StepCapture | None
-    _capture_hist: bool  # this capture step also takes histograms
-    _pgrad_parts: dict[int, tuple]  # parameter index -> measured gradient
-    _hist: dict[tuple[str, str], HistState]
-    _init: list[torch.Tensor]  # the weights when the probe began
-    _init_norm: list[float]
-    _prev: list[torch.Tensor]  # the weights when the capture step began, then scratch
-    captures: int
-
-    def _setup_measure(self) -> None:
-        self._capture = None
-        self._capture_hist = False
-        self._pgrad_parts = {}
-        self._hist = {}
-        self._scratch = Scratch() if self.device.type == "cpu" else None
-        self._bin_cache = BinCache()
-        self.captures = 0
-        # weights: initial values (distance from init) and a buffer for the update
-        if self._watch_weights:
-            with torch.no_grad():
-                self._init = [p.detach().clone() for _, p in self.params]
-                self._init_norm = [float(real_view(t).float().norm()) for t in self._init]
-                self._prev = [torch.empty_like(t) for t in self._init]
-
-    def _hist_for(self, layer: str, signal: str) -> HistState | None:
-        if not self._capture_hist:
-            return None
-        key = (layer, signal)
-        h = self._hist.get(key)
-        if h is None:
-            h = self._hist[key] = HistState(self.bins, HIST_PADDING[signal])
-            if self._dist is not None and self._per_sample(key):
-                h.defer = True  # the ranks agree on its range first
-        return h
-
-    def _per_sample(self, key: Any) -> bool:
-        """Whether a slot holds per-sample values that differ by rank (summed over ranks)."""
-        layer, signal = key
-        return signal == "activation" or (signal == "gradient" and layer in self._module_names)
-
-    def _measure_synced(self) -> None:
-        """Several ranks: the parameter gradients of the step, once DDP has averaged them."""
-        capture = self._capture
-        if capture is None or self.closed:
-            return
-        self._measure_param_grads(capture, check=False)
-
-    def _measure_param_grads(self, capture: st.StepCapture, check: bool) -> None:
-        """Each parameter gradient's statistics, kept for the capture's record.
-
-        ``.grad`` accumulates, so the last backward of the step has the step's
-        total; measured now, since ``zero_grad(set_to_none=False)`` or clipping may
-        change it later. With ``check``, each measurement also gives the sentinel
-        its value for that gradient (no second read).
-        """
-        base = len(self.modules)
-        for j, (name, p) in enumerate(self.params):
-            g = p.grad
-            if g is None:
-                continue
-            if g.layout != torch.strided:
-                g = g.to_dense()  # a sparse gradient (nn.Embedding(sparse=True)): zeros count
-            parts = capture.measure_clean(
-                (name, "gradient"), g.detach(), None, self._hist_for(name, "gradient")
-            )
-            self._pgrad_parts[j] = parts
-            if check:
-                self._sentinel.add(base + j, parts[0].witness)
-
-    def _record_capture(self, capture: st.StepCapture) -> None:
-        extra: list[torch.Tensor] = []
-        for measured in self._pgrad_parts.values():
-            capture.add_measured(measured)
-        self._pgrad_parts = {}
-        if self._watch_weights:
-            with torch.no_grad():
-                current = [p.detach() for _, p in self.params]
-                # the step's update (in the copy taken when the step began) and the
-                # distance from init: norms only, batched
-                # (in place: fresh model-sized temporaries cost page faults on CPU)
-                torch._foreach_sub_(self._prev, current)
-                update = torch._foreach_norm(self._prev)
-                torch._foreach_copy_(self._prev, current)
-                torch._foreach_sub_(self._prev, self._init)
-                init_dist = torch._foreach_norm(self._prev)
-                extra.append(torch.stack([*init_dist, *update]))
-                for (name, _), w in zip(self.params, current, strict=True):
-                    capture.add_raw((name, "weight"), w, self._hist_for(name, "weight"))
-        extra.append(self._sentinel.first_bad)
-        if self._dist is not None:
-            extra.append(self._checksums_extra())
-        flat, extras = capture.to_host(extra)
-        self.captures += 1
-        results = st.combine(capture.entries, flat)  # keyed by (layer, signal)
-        norms = extras[0] if self._watch_weights else None
-        if self._dist is None:
-            self._emit(results, norms)
-            self._report_nonfinite(first_bad=extras[-1])
-            return
-        if self._shard is not None:
-            self._emit(results, norms, self._shard)  # this rank's own numbers
-        checksums = self._checksums(results, extras[-1])
-        first_bad, ranks, diverged, same = dd.combine_ranks(
-            self._dist, results, self._per_sample, extras[-2], checksums
-        )
-        if self._writes:
-            if not same:
-                self._note_event("rank_layout", {"step": self._tag})
-            self._emit(results, norms)
-            self._report_divergence(diverged)
-        self._report_nonfinite(first_bad=first_bad, ranks=ranks)
-
-    def _checksums_extra(self) -> torch.Tensor:
-        """Sums and sums of squares of what rank 0's weight statistics do not cover."""
-        tensors = [] if self._watch_weights else [p.detach() for _, p in self.params]
-        tensors += [b.detach() for _, b in self._buffers]
-        if not tensors:
-            return torch.zeros(0, dtype=torch.float64, device=self.device)
-        with torch.no_grad():
-            sums = [t.sum(dtype=torch.float64) for t in tensors]
-            sq = [t.double().square().sum() for t in tensors]
-        return torch.stack([torch.stack(sums), torch.stack(sq)]).to(self.device)
-
-    def _checksums(self, results: dict, extra: np.ndarray) -> np.ndarray:
-        """``(2, K)``: sum and sum of squares of every parameter, then every float buffer."""
-        k = len(extra) // 2
-        rows = extra.reshape(2, k) if k else np.zeros((2, 0))
-        if not self._watch_weights:
-            return rows
-        own = np.array(
-            [
-                [results[(n, "weight")].stats[1] for n, _ in self.params],
-                [results[(n, "weight")].stats[2] for n, _ in self.params],
-            ]
-        )
-        return np.concatenate([own, rows], axis=1)
 
     _handles: list[Any]
     _sentinel: Sentinel
