@@ -48,23 +48,17 @@ import torch
 from torch import nn
 
 from nbviz.probes import distributed as dd
-from nbviz.probes import finite
 from nbviz.probes import stats as st
+from nbviz.probes.hooks import ModuleHooks
 from nbviz.probes.measure import StepMeasure
-from nbviz.probes.outputs import describe, find_tensor, path_text
+from nbviz.probes.outputs import find_tensor
 from nbviz.probes.records import Records, Sink
 from nbviz.probes.select import (
     DEFAULT_MAX_LAYERS,
     LayerPattern,
     select_modules,
     strip_wrapper_prefix,
-    unit_dim,
 )
-from nbviz.probes.sentinel import Sentinel
-
-#: Units beyond this count are not recorded one by one (e.g. a vocabulary's logits).
-MAX_UNITS = 8192
-
 
 SIGNALS = ("activations", "gradients", "weights")
 _SIGNAL_ALIASES = {
@@ -106,7 +100,7 @@ def _normalise_signals(signals: Sequence[str] | str | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-class Probe(StepMeasure, Records):
+class Probe(ModuleHooks, StepMeasure, Records):
     """Records activations, gradients and weights of ``model`` into a run.
 
     Create it with ``run.watch(model, ...)``; see the module docstring for how steps
@@ -331,184 +325,6 @@ class Probe(StepMeasure, Records):
             f"every={self.every}, {state}>"
         )
 
-    _handles: list[Any]
-    _sentinel: Sentinel
-    _act_slots: dict[str, int]  # module name -> sentinel slot
-    _sent_names: list[tuple[str, str]]  # sentinel slot -> (layer, signal)
-    _keeps_finite: dict[int, str]  # slot -> kind, for modules that keep finite values finite
-    _grad_plan: list[tuple[int, nn.Parameter, int | None, nn.Parameter | None]]
-    _checked: tuple[Any, int, torch.Tensor] | None  # the last output checked
-    _shapes: dict[str, list[int]]  # module name -> output shape at its first call
-    _exec_order: dict[str, int]  # module name -> order of its first call
-    _unit_dims: dict[str, int | None]
-
-    def _setup_hooks(self, model: nn.Module) -> None:
-        """The sentinel and its slots: the watched modules' outputs, then the parameters."""
-        # slot tables: (layer, signal) for records, sentinel index space
-        self._act_slots = {n: i for i, (n, _) in enumerate(self.modules)}
-        n_mod, n_par = len(self.modules), len(self.params)
-        self._sentinel = Sentinel(n_mod + n_par, self.device)
-        self._sent_names = [(n, "activation") for n, _ in self.modules] + [
-            (n, "gradient") for n, _ in self.params
-        ]
-        # checks the sentinel can take from another one (see nbviz.probes.finite)
-        self._keeps_finite = {
-            self._act_slots[n]: kind
-            for n, m in self.modules
-            if (kind := finite.keeps_finite(m)) is not None
-        }
-        # per parameter: its sentinel slot, and its layer's bias (slot, parameter)
-        # where the bias gradient tells whether the weight gradient is finite
-        via = finite.weight_from_bias(model, self.params)
-        self._grad_plan = [
-            (
-                n_mod + j,
-                p,
-                None if j not in via else n_mod + via[j],
-                None if j not in via else self.params[via[j]][1],
-            )
-            for j, (_, p) in enumerate(self.params)
-        ]
-        self._checked = None
-        self._shapes = {}
-        self._exec_order = {}
-        self._unit_dims = {}
-
-    def _attach(self, root: nn.Module, optimizer: torch.optim.Optimizer | None) -> None:
-        """Hooks on the root (the step clock's), each watched module and the optimizer."""
-        self._handles.append(root.register_forward_pre_hook(_Hook(self._on_root_pre)))
-        self._handles.append(root.register_forward_hook(_Hook(self._on_root_post)))
-        for name, module in self.modules:
-            slot = self._act_slots[name]
-            kind = self._keeps_finite.get(slot)
-            if kind is None:
-                hook = _Hook(self._on_output, name, slot)
-            else:
-                hook = _Hook(self._on_kept_output, name, slot, kind)
-            self._handles.append(module.register_forward_hook(hook))
-        if optimizer is not None:
-            self._handles.append(optimizer.register_step_post_hook(_Hook(self._on_optimizer_step)))
-
-    def _detach(self) -> None:
-        """Remove every hook this probe added."""
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
-
-    def _on_output(self, name: str, slot: int, module: nn.Module, args: Any, output: Any) -> None:
-        if not self._active:
-            return
-        if type(output) is torch.Tensor and name in self._shapes:
-            # the common case: a plain tensor from a module already seen
-            live = output if output.is_floating_point() else None
-        else:
-            live = self._first_output(name, module, output)
-        if live is None or not live.numel():
-            return  # an empty output (an empty batch, a size-0 split) has nothing to tell
-        capture = self._capture
-        if capture is None or not self._watch_acts:
-            # the sentinel's value, noted as the last check (see _on_kept_output)
-            value = finite.checksum(live)
-            self._checked = (weakref.ref(live), live._version, value)
-            self._sentinel.add(slot, value)
-            if capture is None:
-                return
-        else:
-            x = live.detach()
-            ud = self._unit_dims.get(name)
-            if ud is not None and (x.dim() <= ud or x.shape[ud] != self._shapes[name][ud]):
-                ud = None  # the unit count changed: statistics only
-            entry = capture.add_clean(
-                (name, "activation"), x, ud, self._hist_for(name, "activation")
-            )
-            self._sentinel.add(slot, entry.witness)  # the statistics tell finiteness too
-        if self._watch_grads and live.requires_grad:
-            live.register_hook(partial(self._on_output_grad, name))
-
-    def _on_kept_output(
-        self, name: str, slot: int, kind: str, module: nn.Module, args: Any, output: Any
-    ) -> None:
-        """``_on_output`` of a module that keeps finite values finite (``kind``: see
-        :func:`nbviz.probes.finite.keeps_finite`): outside captures, when its input is
-        the output checked last, unchanged since (an in-place module bumps the version
-        once itself), its slot takes that check. Kept short: it runs between the
-        model's own ops on every step.
-        """
-        last = self._checked
-        if last is not None and self._capture is None and self._active and args:
-            x = args[0]
-            if (
-                x is last[0]()
-                and x is not None
-                and type(output) is torch.Tensor
-                and name in self._shapes
-                and x._version == last[1] + (output is x)
-                and (kind == "any" or output.dtype in finite.WIDE)
-            ):
-                self._checked = (weakref.ref(output), output._version, last[2])
-                self._sentinel.add(slot, last[2])
-                return
-        self._on_output(name, slot, module, args, output)
-
-    def _first_output(self, name: str, module: nn.Module, output: Any) -> torch.Tensor | None:
-        """The tensor to watch in ``output``; on a module's first call, notes about it."""
-        path, x = find_tensor(output)
-        if name not in self._shapes:
-            self._exec_order.setdefault(name, len(self._exec_order))
-            if x is None:
-                self._shapes[name] = None  # type: ignore[assignment]
-                self._module_notes[name] = f"skipped: output is {describe(output)}"
-                return None
-            self._shapes[name] = list(x.shape)
-            ud = unit_dim(module, x.dim())
-            if ud is not None and x.shape[ud] > MAX_UNITS:
-                self._module_notes[name] = f"{x.shape[ud]} units: per-unit maps not recorded"
-                ud = None
-            self._unit_dims[name] = ud
-            if path:
-                self._module_notes[name] = f"recorded {path_text(path)} of {describe(output)}"
-        return x
-
-    def _on_output_grad(self, name: str, grad: torch.Tensor) -> None:
-        capture = self._capture
-        if capture is None or grad is None or not grad.numel():
-            return
-        if self._grad_scale is not None:
-            grad = grad * self._grad_scale  # the gradient of the ranks' mean loss (DDP's)
-        capture.add_clean((name, "gradient"), grad, None, self._hist_for(name, "gradient"))
-
-    def _check_grads(self) -> None:
-        """The sentinel's values for the parameter gradients: one sum each (half the
-        cost of a batched norm on CPU), or for a layer's weight its bias's sum (see
-        :mod:`nbviz.probes.finite`; not when a hook of the user's may change one of them).
-        """
-        sums: dict[int, torch.Tensor] = {}
-        add = self._sentinel.add
-        autocast = self._autocast
-        for slot, p, bias_slot, bias in self._grad_plan:
-            g = p.grad
-            if g is None:
-                continue
-            if bias_slot is not None and not autocast:
-                b = bias.grad
-                if (
-                    b is not None
-                    and g.dtype in finite.WIDE
-                    and b.dtype in finite.WIDE
-                    and bias.requires_grad
-                    and not finite.has_grad_hooks(p)
-                    and not finite.has_grad_hooks(bias)
-                ):
-                    slot_of_value, g = bias_slot, b
-                else:
-                    slot_of_value = slot
-            else:
-                slot_of_value = slot
-            value = sums.get(slot_of_value)
-            if value is None:
-                value = sums[slot_of_value] = finite.checksum(g)
-            add(slot, value)
-
     _next_step: int
     _counter: int
     _counter_tags: dict[int, int]
@@ -653,30 +469,6 @@ class Probe(StepMeasure, Records):
         if capture is not None:
             self._record_capture(capture)
         self._write_summary()
-
-
-def _noop(*args: Any) -> None:
-    """What a probe's hook becomes in a copy of the model: nothing."""
-
-
-class _Hook(partial):
-    """A probe's hook on a module or an optimizer, inert in a copy of it.
-
-    ``copy.deepcopy(model)`` (an EMA or best-model snapshot) and ``torch.save(model)``
-    copy the hooks with the model: the copy must not be recorded as the watched
-    model, nor carry the probe and its run along (which cannot be copied). A
-    ``partial``, so that calling it adds no Python frame to the hot path.
-    """
-
-    def __deepcopy__(self, memo: dict) -> Callable[..., None]:
-        return _noop
-
-    def __reduce__(self) -> tuple[Callable[[], Callable[..., None]], tuple]:
-        return _inert, ()  # unpickled as _noop
-
-
-def _inert() -> Callable[..., None]:
-    return _noop
 
 
 def _autocast_query(device_type: str) -> Callable[[], bool]:
