@@ -5,24 +5,22 @@ adds and removes them all in ``close()`` (idempotent; also on leaving a ``with``
 block), keeps no reference to the autograd graph, and computes only on detached
 tensors, so outputs and gradients are bitwise what they would be without it.
 
-Steps
------
-A *training step* is what happens between two training forwards of the watched
-model that are separated by a backward (or, with ``optimizer=``, between two
-``optimizer.step()`` calls: use that for gradient accumulation). Forwards under
-``torch.no_grad()``/``torch.inference_mode()`` or with the model in ``eval()``
-mode are not training steps and are ignored.
+A :class:`Probe` is one object made of four parts, one module each:
 
-Each step is tagged with the number the loop passes to ``run.log(step, ...)`` for
-it: the first ``run.log`` after the step's forward names it, and the next step is
-expected to be that number plus one. A loop that never calls ``run.log`` gets
-steps 0, 1, 2, ... With ``optimizer=``, a log that comes after the model's
-next forward but before that step's own update (a GAN's discriminator runs again
-in the generator's pass) names the step that ended, when its number is that
-step's.
-A step is *captured* when its number is a multiple of
-``every``; histograms are taken every ``hist_every`` steps (a multiple of
-``every``). Whatever the period, the non-finite sentinel runs on every step.
+* :mod:`nbviz.probes.clock`: when a training step begins and ends, and its
+  number (the step rules are documented there);
+* :mod:`nbviz.probes.hooks`: the hooks on the watched modules and the optimizer,
+  the every-step non-finite sentinel, and attaching and removing them;
+* :mod:`nbviz.probes.measure`: what a capture step measures (parameter
+  gradients, weights, updates, histograms) and its one copy to the host;
+* :mod:`nbviz.probes.records`: the rows, events and meta handed to the run store.
+
+They are parts of one object rather than objects of their own because their
+hooks share per-step state (inside a training forward, the step's capture, the
+output checked last) that a hook on the model reads on every call: kept on
+the probe itself, each read is one attribute lookup. This module builds the
+probe: it checks the options, selects what is watched, and holds the public
+methods.
 
 Several ranks
 -------------
@@ -40,7 +38,6 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +45,9 @@ import torch
 from torch import nn
 
 from nbviz.probes import distributed as dd
-from nbviz.probes import stats as st
+from nbviz.probes.clock import StepClock
 from nbviz.probes.hooks import ModuleHooks
 from nbviz.probes.measure import StepMeasure
-from nbviz.probes.outputs import find_tensor
 from nbviz.probes.records import Records, Sink
 from nbviz.probes.select import (
     DEFAULT_MAX_LAYERS,
@@ -100,10 +96,10 @@ def _normalise_signals(signals: Sequence[str] | str | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-class Probe(ModuleHooks, StepMeasure, Records):
+class Probe(StepClock, ModuleHooks, StepMeasure, Records):
     """Records activations, gradients and weights of ``model`` into a run.
 
-    Create it with ``run.watch(model, ...)``; see the module docstring for how steps
+    Create it with ``run.watch(model, ...)``; :mod:`nbviz.probes.clock` says how steps
     are counted. Parameters: ``every`` capture period (statistics, per-unit maps;
     default 50); ``hist_every`` histogram period (default ``every``); ``bins``
     histogram bins, fixed per layer at its first capture; ``layers`` glob patterns / types /
@@ -324,162 +320,3 @@ class Probe(ModuleHooks, StepMeasure, Records):
             f"<nbviz.Probe {len(self.modules)} modules, {len(self.params)} parameters, "
             f"every={self.every}, {state}>"
         )
-
-    _next_step: int
-    _counter: int
-    _counter_tags: dict[int, int]
-    _open: bool
-    _tag: int
-    _tagged: bool
-    _last_ended: int | None  # the number of the step that ended last
-    _backward_done: bool
-    _optimizer_stepped: bool
-    _optimizer: torch.optim.Optimizer | None
-    _active: bool  # inside a training forward of the root
-    _autocast: bool  # some forward of this step ran under autocast
-    _callback_pending: bool  # a backward callback is queued or hooked on an output
-    _sync_backward: bool  # several ranks: this backward averages gradients (DDP)
-    steps_seen: int
-
-    def _setup_clock(self, first_step: int, optimizer: torch.optim.Optimizer | None) -> None:
-        self._next_step = first_step
-        self._counter = 0  # internal step counter used by the sentinel
-        self._counter_tags = {}
-        self._open = False
-        self._tag = first_step
-        self._tagged = False
-        self._last_ended = None
-        self._backward_done = False
-        self._optimizer_stepped = False
-        self._optimizer = optimizer
-        self._active = False
-        self._autocast = False
-        self._autocast_on = _autocast_query(self.device.type)
-        self._callback_pending = False
-        self._queue_callback = self._queue_backward_callback  # bound once: a hook per step
-        self._sync_backward = True
-        self.steps_seen = 0
-
-    def _on_log(self, step: int) -> None:
-        """Called by ``run.log(step, ...)``: names the step in progress.
-
-        With ``optimizer=``, a log of the step that ended last, arriving before the
-        step in progress has had its own ``optimizer.step()``, is about the one that
-        ended: a loop whose model runs again after its update and before the log (a
-        GAN's discriminator, in the generator's pass) logs that update, not the step
-        the extra pass opened.
-        """
-        if self.closed or not self._open or self._tagged:
-            return
-        if self._optimizer is not None and not self._optimizer_stepped and step == self._last_ended:
-            return
-        self._tag = step
-        self._tagged = True
-        self._next_step = step + 1
-
-    def _on_optimizer_step(self, *_: Any) -> None:
-        self._optimizer_stepped = True
-
-    def _on_root_pre(self, root: nn.Module, args: Any) -> None:
-        # the hooks below run on every step, between the model's own ops: kept short
-        if not (
-            torch.is_grad_enabled() and root.training and not torch.is_inference_mode_enabled()
-        ):
-            self._active = False
-            return
-        if self._open and (
-            self._optimizer_stepped if self._optimizer is not None else self._backward_done
-        ):
-            self._finish_step()
-        if not self._open:
-            self._start_step()
-        self._active = True
-        self._checked = None
-        if not self._autocast:
-            self._autocast = self._autocast_on()
-
-    def _on_root_post(self, root: nn.Module, args: Any, output: Any) -> None:
-        if not self._active:
-            return
-        self._active = False
-        self._checked = None
-        if not self._callback_pending:
-            tensor = output if type(output) is torch.Tensor else find_tensor(output)[1]
-            if tensor is not None and tensor.requires_grad:
-                tensor.register_hook(self._queue_callback)
-                self._callback_pending = True
-                if self._dist is not None:
-                    # DDP decides at the forward whether this backward averages gradients
-                    self._sync_backward = bool(getattr(root, "require_backward_grad_sync", True))
-
-    def _queue_backward_callback(self, grad: torch.Tensor) -> None:
-        _queue_engine_callback(self._after_backward)
-
-    def _after_backward(self) -> None:
-        """Runs once when a backward pass through the watched model completes."""
-        self._callback_pending = False
-        if self.closed:
-            return
-        self._backward_done = True
-        capture = self._capture
-        if capture is None or not self._watch_grads:
-            self._check_grads()
-        elif self._dist is None:
-            self._measure_param_grads(capture, check=True)
-        else:
-            self._check_grads()
-            # DDP averages the gradients in a callback queued during this backward,
-            # so after this one: measure them once it has run. A backward under
-            # no_sync() leaves a partial, local sum: the last one has the step's total
-            if self._sync_backward:
-                _queue_engine_callback(self._measure_synced)
-        # committed when the step ends (one row per step, whatever the backwards):
-        # nothing more to do inside the autograd engine, where every op costs more
-
-    def _start_step(self) -> None:
-        self._open = True
-        self._tagged = False
-        self._backward_done = False
-        self._optimizer_stepped = False
-        self._tag = self._next_step
-        self._counter += 1
-        self.steps_seen += 1
-        capture = self._tag % self.every == 0
-        self._capture = (
-            st.StepCapture(self.bins, self._scratch, self._bin_cache) if capture else None
-        )
-        self._capture_hist = capture and self._tag % self.hist_every == 0
-        self._pgrad_parts = {}
-        self._autocast = False
-        if capture and self._watch_weights:
-            with torch.no_grad():
-                torch._foreach_copy_(self._prev, [p.detach() for _, p in self.params])
-
-    def _finish_step(self) -> None:
-        """Close the step in progress: weights (now updated), one host copy, records out."""
-        if not self._open:
-            return
-        self._open = False
-        if not self._tagged:
-            self._next_step = self._tag + 1
-        self._last_ended = self._tag
-        self._counter_tags[self._counter] = self._tag
-        self._sentinel.commit(self._counter)
-        capture, self._capture = self._capture, None
-        if capture is not None:
-            self._record_capture(capture)
-        self._write_summary()
-
-
-def _autocast_query(device_type: str) -> Callable[[], bool]:
-    """A call telling whether autocast is on for ``device_type`` (never, for a device
-    type autocast does not know)."""
-    try:
-        torch.is_autocast_enabled(device_type)
-    except (TypeError, RuntimeError):
-        return lambda: False
-    return partial(torch.is_autocast_enabled, device_type)
-
-
-#: Runs a callable once the backward pass in progress has finished.
-_queue_engine_callback = torch.autograd.Variable._execution_engine.queue_callback
