@@ -4,8 +4,9 @@ The capture (:mod:`nbviz.probes.measure`) ends in one :class:`~nbviz.probes.stat
 per (layer, signal); here they become ``layer_stats``, ``histograms`` and
 ``unit_stats`` rows (the update norms and distances from init beside them), the
 sentinel's first non-finite step per layer becomes a ``nonfinite`` event, and
-the probe's configuration and the model summary go to the run's meta. Nothing
-here runs on a step that is not captured, except at ``flush()`` and ``close()``.
+the probe's configuration and the model summary go to the run's meta. Apart
+from the summary, written once when the first step ends, nothing here runs on a
+step that is not captured, except at ``flush()`` and ``close()``.
 """
 
 from __future__ import annotations
