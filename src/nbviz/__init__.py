@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "Run": "nbviz.run",
     "open_run": "nbviz.run",
+    "from_tensorboard": "nbviz.importers.tensorboard",
     "Probe": "nbviz.probes.probe",
     "Dashboard": "nbviz.widgets.dashboard",
     "LossCurves": "nbviz.widgets.loss_curves",

@@ -1,4 +1,4 @@
-"""The ``nbviz`` command: ``nbviz demo | info RUN | report RUN``."""
+"""The ``nbviz`` command: ``nbviz demo | info RUN | report RUN | import-tb LOGDIR -o RUN``."""
 
 from __future__ import annotations
 
@@ -35,6 +35,24 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_tb(args: argparse.Namespace) -> int:
+    from nbviz.importers.tensorboard import import_tensorboard
+    from nbviz.run import open_run
+
+    dirs = import_tensorboard(args.logdir, args.output, strict=not args.lenient)
+    for path in dirs:
+        with open_run(path) as run:
+            series = sum(
+                len(run.recorded_layers(signal, table="histograms"))
+                for signal in ("activation", "gradient", "weight", "update")
+            )
+            counts = f"{len(run.scalar_names())} scalar series, {series} histogram series"
+            print(f"run {run.name!r} written to {path} ({counts})")
+            for note in run.meta("import_notes") or []:
+                print(f"  note: {note}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nbviz", description="Look inside a neural network while it trains."
@@ -60,6 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="steps stored for the scrubber, evenly spaced (default: 120)",
     )
     report.set_defaults(func=_report)
+    tb = sub.add_parser("import-tb", help="read a TensorBoard log directory into nbviz runs")
+    tb.add_argument("logdir", help="TensorBoard log directory (or one event file)")
+    tb.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="run directory; with several runs under LOGDIR, one run per OUTPUT/<run>",
+    )
+    tb.add_argument(
+        "--lenient",
+        action="store_true",
+        help="import what a damaged event file still holds instead of stopping",
+    )
+    tb.set_defaults(func=_import_tb)
     return parser
 
 
@@ -67,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, NotADirectoryError, ValueError, ImportError) as exc:
         print(f"nbviz {args.command}: {exc}", file=sys.stderr)
         return 1
 

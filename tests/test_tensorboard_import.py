@@ -1,0 +1,261 @@
+"""nbviz.from_tensorboard: TensorBoard logs written by torch's SummaryWriter, read back as runs."""
+
+from __future__ import annotations
+
+import io
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorboard")
+
+import nbviz  # noqa: E402
+from nbviz.cli import main as cli  # noqa: E402
+from nbviz.importers.event_files import EventFileError  # noqa: E402
+from nbviz.importers.tensorboard import layer_and_signal  # noqa: E402
+
+torch = pytest.importorskip("torch")
+from torch.utils.tensorboard import SummaryWriter  # noqa: E402
+
+STEPS = (0, 10, 20)
+
+
+def _values(step: int) -> np.ndarray:
+    return np.random.default_rng(step).normal(0.1 * step, 1.0, 500).astype(np.float32)
+
+
+def _image(step: int) -> np.ndarray:
+    img = np.zeros((3, 12, 16), dtype=np.uint8)
+    img[0, :, : step % 16 + 1] = 255  # a red band whose width is the step
+    img[2, step % 12] = 200
+    return img
+
+
+def _write_log(logdir: Path, loss_scale: float = 1.0) -> None:
+    with SummaryWriter(str(logdir)) as w:
+        for step in STEPS:
+            w.add_scalar("loss/train", loss_scale / (step + 1), step)
+            w.add_scalar("loss/val", loss_scale * 1.5 / (step + 1), step)
+            w.add_histogram("fc1.weight", _values(step), step, bins=24)
+            w.add_histogram("grads/fc1.weight", _values(step + 1) * 1e-3, step)
+            w.add_image("inputs", _image(step), step)
+
+
+@pytest.fixture()
+def logdir(tmp_path: Path) -> Path:
+    _write_log(tmp_path / "tb")
+    return tmp_path / "tb"
+
+
+def test_scalars_read_back_with_their_steps_values_and_wall_times(logdir, tmp_path):
+    run = nbviz.from_tensorboard(logdir, tmp_path / "run")
+    frame = run.scalars()
+    train = frame[frame["name"] == "loss/train"]
+    assert train["step"].tolist() == list(STEPS)
+    expected = np.float32([1.0 / (s + 1) for s in STEPS])  # TensorBoard stores float32
+    np.testing.assert_array_equal(train["value"].to_numpy(np.float32), expected)
+    assert train["wall_time"].between(1e9, 1e10).all()
+    assert sorted(run.scalar_names()) == ["loss/train", "loss/val"]
+
+
+def test_uniform_histograms_keep_their_bins_exactly(logdir, tmp_path):
+    run = nbviz.from_tensorboard(logdir, tmp_path / "run")
+    assert run.histogram_steps("fc1.weight", "weight").tolist() == list(STEPS)
+    for step in STEPS:
+        counts, edges = np.histogram(_values(step), bins=24)
+        got_edges, got_counts = run.histogram("fc1.weight", "weight", step)
+        np.testing.assert_array_equal(got_counts, counts)
+        np.testing.assert_allclose(got_edges, edges, rtol=0, atol=1e-6)
+
+
+def _tensorboard_buckets(logdir: Path, tag: str) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """TensorBoard's own reading of a histogram tag: step -> (edges, counts)."""
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    acc = ea.EventAccumulator(str(logdir), size_guidance={ea.HISTOGRAMS: 0})
+    acc.Reload()
+    out = {}
+    for event in acc.Histograms(tag):
+        h = event.histogram_value
+        counts = np.asarray(h.bucket)
+        nz = np.flatnonzero(counts)
+        inner = np.asarray(h.bucket_limit)[nz[0] : nz[-1]]
+        out[event.step] = (np.concatenate([[h.min], inner, [h.max]]), counts[nz[0] : nz[-1] + 1])
+    return out
+
+
+def test_unequal_bins_are_rebinned_keeping_every_count_in_place(logdir, tmp_path):
+    """torch's default bins ("tensorflow") are exponential: re-binned, each bucket's mass kept.
+
+    Within a source bucket the mass is spread evenly (TensorBoard's own display rule), so
+    the stored cumulative counts equal TensorBoard's, interpolated, up to rounding.
+    """
+    run = nbviz.from_tensorboard(logdir, tmp_path / "run")
+    assert any("grads/fc1.weight" in n for n in run.meta("import_notes"))
+    source = _tensorboard_buckets(logdir, "grads/fc1.weight")
+    assert sorted(source) == list(STEPS)
+    for step in STEPS:
+        tb_edges, tb_counts = source[step]
+        assert not np.allclose(np.diff(tb_edges), np.diff(tb_edges)[0])  # really unequal
+        edges, counts = run.histogram("fc1.weight", "gradient", step)
+        assert counts.sum() == tb_counts.sum() == 500
+        assert (edges[0], edges[-1]) == (tb_edges[0], tb_edges[-1])
+        stored = np.concatenate([[0], np.cumsum(counts)])
+        theirs = np.interp(edges, tb_edges, np.concatenate([[0], np.cumsum(tb_counts)]))
+        assert np.max(np.abs(stored - theirs)) <= 1.0
+
+
+def test_images_become_samples_of_their_tag_with_the_step_as_id(logdir, tmp_path):
+    from PIL import Image
+
+    run = nbviz.from_tensorboard(logdir, tmp_path / "run")
+    frame = run.samples(split="inputs")
+    assert frame["id"].tolist() == list(STEPS)
+    for step, payload in zip(frame["id"], frame["payload"]):
+        pixels = np.asarray(Image.open(io.BytesIO(payload)).convert("RGB"))
+        np.testing.assert_array_equal(pixels, np.moveaxis(_image(int(step)), 0, -1))
+
+
+def test_histogram_tags_name_a_layer_and_a_signal():
+    assert layer_and_signal("fc1.weight") == ("fc1.weight", "weight")
+    assert layer_and_signal("grads/fc1.weight") == ("fc1.weight", "gradient")
+    assert layer_and_signal("fc1.weight.grad") == ("fc1.weight", "gradient")
+    assert layer_and_signal("activations/conv1") == ("conv1", "activation")
+    assert layer_and_signal("weights/fc2.bias") == ("fc2.bias", "weight")
+
+
+def test_several_runs_under_a_logdir_come_back_as_a_list(tmp_path):
+    _write_log(tmp_path / "tb" / "lr_0.1", loss_scale=1.0)
+    _write_log(tmp_path / "tb" / "lr_0.01", loss_scale=2.0)
+    runs = nbviz.from_tensorboard(tmp_path / "tb", tmp_path / "runs")
+    assert [r.name for r in runs] == ["lr_0.01", "lr_0.1"]
+    assert [r.path for r in runs] == [tmp_path / "runs" / "lr_0.01", tmp_path / "runs" / "lr_0.1"]
+    first = runs[0].scalars("loss/train")["value"].iloc[0]
+    assert first == pytest.approx(2.0)
+    table = nbviz.RunsTable(runs)  # the views that compare runs take the list
+    assert table is not None
+    nbviz.LossCurves(runs)
+
+
+def test_the_views_read_an_imported_run(logdir, tmp_path):
+    run = nbviz.from_tensorboard(logdir, tmp_path / "run")
+    view = nbviz.Histograms(run, signal="gradients")
+    assert view.layer == "fc1.weight"
+    nbviz.Histograms(run, signal="weights")
+
+
+def test_importing_again_replaces_the_run(logdir, tmp_path):
+    nbviz.from_tensorboard(logdir, tmp_path / "run").close()
+    with SummaryWriter(str(tmp_path / "other")) as w:
+        w.add_scalar("accuracy", 0.5, 3)
+    again = nbviz.from_tensorboard(tmp_path / "other", tmp_path / "run")
+    assert again.scalar_names() == ["accuracy"]
+    assert again.recorded_layers(table="histograms") == []
+
+
+def test_cli_import_tb_writes_the_run_and_says_what_it_holds(logdir, tmp_path, capsys):
+    assert cli(["import-tb", str(logdir), "-o", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "2 scalar series, 2 histogram series" in out
+    assert nbviz.open_run(tmp_path / "out").scalar_names() == ["loss/train", "loss/val"]
+
+
+# ------------------------------------------------------------------ damaged and hostile
+def _event_file(logdir: Path, logdir_ok: Path) -> tuple[Path, bytes]:
+    logdir.mkdir(parents=True)
+    source = next(logdir_ok.glob("*tfevents*"))
+    return logdir / source.name, source.read_bytes()
+
+
+def _masked_crc(data: bytes) -> int:
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    return masked_crc32c(data)
+
+
+def _damaged(kind: str, good: bytes) -> bytes:
+    if kind == "random bytes":
+        return np.random.default_rng(0).integers(0, 256, 4000, dtype=np.uint8).tobytes()
+    if kind == "truncated":
+        return good[: len(good) // 2]
+    if kind == "flipped byte":
+        bad = bytearray(good)
+        bad[len(good) // 2] ^= 0xFF
+        return bytes(bad)
+    # a header with a valid checksum claiming a terabyte: the reader would try to allocate it
+    header = struct.pack("<Q", 1 << 40)
+    return good + header + struct.pack("<I", _masked_crc(header)) + b"x" * 64
+
+
+@pytest.mark.parametrize("kind", ["random bytes", "truncated", "flipped byte", "huge length"])
+def test_a_damaged_event_file_gives_a_clear_error(logdir, tmp_path, kind):
+    path, good = _event_file(tmp_path / "bad", logdir)
+    path.write_bytes(_damaged(kind, good))
+    with pytest.raises(EventFileError, match=r"events\.out\.tfevents.*(damaged|not a TensorBoard)"):
+        nbviz.from_tensorboard(tmp_path / "bad", tmp_path / "run")
+    assert cli(["import-tb", str(tmp_path / "bad"), "-o", str(tmp_path / "cli")]) == 1
+
+
+@pytest.mark.parametrize("kind", ["truncated", "flipped byte", "huge length"])
+def test_lenient_import_keeps_the_records_before_the_damage(logdir, tmp_path, kind):
+    path, good = _event_file(tmp_path / "bad", logdir)
+    path.write_bytes(_damaged(kind, good))
+    run = nbviz.from_tensorboard(tmp_path / "bad", tmp_path / "run", strict=False)
+    notes = run.meta("import_notes")
+    assert any("imported" in n for n in notes)
+    if kind == "huge length":  # everything before the hostile record is there
+        assert run.scalars("loss/train")["step"].tolist() == list(STEPS)
+
+
+def _write_events(logdir: Path, values: list) -> None:
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(logdir))
+    for step, value in enumerate(values):
+        summary = summary_pb2.Summary(value=[value])
+        writer.add_event(event_pb2.Event(step=step, wall_time=1.7e9 + step, summary=summary))
+    writer.close()
+
+
+def _hostile_values() -> dict:
+    from tensorboard.compat.proto import summary_pb2
+
+    def histo(limits: list, counts: list) -> summary_pb2.Summary.Value:
+        proto = summary_pb2.HistogramProto(min=0, max=1, bucket_limit=limits, bucket=counts)
+        return summary_pb2.Summary.Value(tag="h", histo=proto)
+
+    def image(width: int, height: int, data: bytes) -> summary_pb2.Summary.Value:
+        proto = summary_pb2.Summary.Image(width=width, height=height, encoded_image_string=data)
+        return summary_pb2.Summary.Value(tag="i", image=proto)
+
+    return {
+        "buckets without limits": histo([1], [1, 2]),
+        "NaN counts": histo([0.5, 1], [1, np.nan]),
+        "edges out of order": histo([0.9, 0.1, 1], [1, 1, 1]),
+        "not an image": image(4, 4, b"<script>alert(1)</script>"),
+        "a gigapixel image": image(100_000, 100_000, b""),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_hostile_values()))
+def test_a_hostile_value_gives_a_clear_error_or_is_skipped_with_a_note(tmp_path, kind):
+    from tensorboard.compat.proto import summary_pb2
+
+    ok = summary_pb2.Summary.Value(tag="loss", simple_value=0.5)
+    _write_events(tmp_path / "tb", [ok, _hostile_values()[kind]])
+    with pytest.raises(EventFileError, match=r"record \d+, tag '(h|i)'"):
+        nbviz.from_tensorboard(tmp_path / "tb", tmp_path / "run")
+    run = nbviz.from_tensorboard(tmp_path / "tb", tmp_path / "run", strict=False)
+    assert run.scalars("loss")["value"].tolist() == [0.5]
+    assert any("skipped" in n for n in run.meta("import_notes"))
+
+
+def test_a_logdir_without_event_files_is_a_clear_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no TensorBoard event files"):
+        nbviz.from_tensorboard(tmp_path / "empty")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        nbviz.from_tensorboard(tmp_path / "missing")
