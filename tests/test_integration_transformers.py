@@ -77,9 +77,8 @@ def _model() -> transformers.BertForSequenceClassification:
     return transformers.BertForSequenceClassification(config)
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("hf")
+def train_tiny_bert(tmp: Path) -> dict:
+    """Train the tiny classifier with NbvizCallback into ``tmp / "run"``; what the tests read."""
     tokenizer = _tokenizer(tmp)
     train = _Dataset(tokenizer, *_sentences(160, 0))
     val_texts, val_labels = _sentences(40, 1)
@@ -120,6 +119,11 @@ def trained(tmp_path_factory):
         "val": (val_texts, val_labels),
         "tmp": tmp,
     }
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    return train_tiny_bert(tmp_path_factory.mktemp("hf"))
 
 
 def _logged_steps(trainer, name: str) -> list[int]:

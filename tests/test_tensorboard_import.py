@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -259,3 +262,16 @@ def test_a_logdir_without_event_files_is_a_clear_error(tmp_path):
         nbviz.from_tensorboard(tmp_path / "empty")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         nbviz.from_tensorboard(tmp_path / "missing")
+
+
+def test_without_tensorboard_the_error_names_the_extra(logdir):
+    code = (
+        "import sys; sys.modules['tensorboard'] = None\n"
+        "import nbviz\n"
+        f"try:\n    nbviz.from_tensorboard({str(logdir)!r})\n"
+        "except ImportError as e:\n    print(e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    ).stdout
+    assert "pip install 'nbviz[tensorboard]'" in out

@@ -29,6 +29,8 @@ from nbviz.probes.select import named_modules
 
 #: Most rows kept for one evaluation (as ``run.evaluate``'s ``max_samples``).
 MAX_SAMPLES = 20_000
+#: Where a batch (or what a validation step returns) holds its labels.
+LABEL_KEYS = ("labels", "label", "y", "target", "targets")
 
 
 @dataclass
@@ -99,7 +101,7 @@ class EvalOutputs:
         self._batches: list[Batch] = []
         self._rows = 0
         self._pending_embedding: list[np.ndarray] = []
-        self._unlabelled = 0
+        self._skipped: set[str] = set()
         self._warned: set[str] = set()
         self.embed_name: str | None = None
         self._handles = [model.register_forward_hook(self._on_output, with_kwargs=True)]
@@ -127,10 +129,9 @@ class EvalOutputs:
         pending, self._pending_embedding = self._pending_embedding, []
         logits = logits_of(output)
         if logits is None or not logits.is_floating_point() or logits.dim() not in (1, 2):
-            self.note(
-                "logits",
-                f"the model's output ({type(output).__name__}) holds no (N, classes) logits",
-            )
+            # not a classifier's output; or a trainer's call of a step method through the
+            # module (Lightning under DDP), whose own forward runs inside it
+            self._skipped.add(type(output).__name__)
             return
         arr = logits.detach().float().cpu().numpy()
         arr = arr[:, None] if arr.ndim == 1 else arr
@@ -139,12 +140,37 @@ class EvalOutputs:
         if self._labels_of is not None:
             labels = as_labels(self._labels_of(args, kwargs))
             if labels is None or labels.shape[0] != arr.shape[0]:
-                self._unlabelled += 1  # inference, or not a classifier: not an evaluation
+                self._skipped.add("unlabelled")  # inference, or not a classifier
                 return
             labels = labels[:n]
         emb = pending[-1][:n] if pending and pending[-1].shape[0] == arr.shape[0] else None
         inputs = self._inputs_of(args, kwargs) if self._inputs_of is not None else None
         self._batches.append(Batch(arr[:n], labels, emb, _head(inputs, n)))
+        self._rows += n
+
+    def add_logits(self, logits: Any) -> None:
+        """Logits handed over by the trainer for the batch since the last labels.
+
+        They replace whatever the model's own forward hook kept for that batch.
+        """
+        waiting = [b for b in self._batches if b.labels is None]
+        if waiting:
+            emb = waiting[-1].embeddings
+        else:
+            emb = self._pending_embedding[-1] if self._pending_embedding else None
+        self._drop(waiting)
+        self._pending_embedding = []
+        if not self._collecting():
+            return
+        t = logits.detach().float() if isinstance(logits, torch.Tensor) else None
+        if t is None or t.dim() not in (1, 2):
+            self.note("logits", "the logits returned are not an (N, classes) tensor")
+            return
+        arr = t.cpu().numpy()
+        arr = arr[:, None] if arr.ndim == 1 else arr
+        n = min(arr.shape[0], self._max - self._rows)
+        emb = emb[:n] if emb is not None and emb.shape[0] == arr.shape[0] else None
+        self._batches.append(Batch(arr[:n], None, emb, None))
         self._rows += n
 
     def add_labels(self, labels: Any) -> None:
@@ -179,16 +205,19 @@ class EvalOutputs:
     # ------------------------------------------------------------------ results
     def clear(self) -> None:
         self._batches, self._rows, self._pending_embedding = [], 0, []
-        self._unlabelled = 0
+        self._skipped: set[str] = set()
 
     def take(self) -> Evaluation | None:
         """Everything kept since the last take (None if nothing usable), and start afresh."""
         batches = [b for b in self._batches if b.labels is not None]
-        unlabelled = self._unlabelled
+        skipped = self._skipped
         self.clear()
         if not batches:
-            if unlabelled:
+            if "unlabelled" in skipped:
                 self.note("labels", "its batches carry no class labels (one integer per sample)")
+            elif skipped:
+                kinds = ", ".join(sorted(skipped))
+                self.note("logits", f"the model's outputs ({kinds}) hold no (N, classes) logits")
             return None
         widths = {b.logits.shape[1] for b in batches}
         if len(widths) != 1:

@@ -29,8 +29,6 @@ step 0) into a directory that already holds a run is refused unless
 
 from __future__ import annotations
 
-import inspect
-import numbers
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +41,8 @@ import torch  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 
 from nbviz.integrations.eval_outputs import MAX_SAMPLES, EvalOutputs, Evaluation  # noqa: E402
+from nbviz.integrations.options import check_watch_options, numeric  # noqa: E402
+from nbviz.probes.distributed import current  # noqa: E402
 from nbviz.probes.probe import Probe  # noqa: E402
 from nbviz.run import Run  # noqa: E402
 
@@ -58,16 +58,6 @@ SUMMARY_KEYS = frozenset(
         "train_loss",
     }
 )
-#: ``run.watch`` options a user may set (the callback supplies the optimizer and the step).
-_WATCH_OPTIONS = frozenset(inspect.signature(Probe.__init__).parameters) - {
-    "self",
-    "sink",
-    "model",
-    "optimizer",
-    "first_step",
-    "on_close",
-    "dist",
-}
 
 
 class NbvizCallback(TrainerCallback):
@@ -107,12 +97,6 @@ class NbvizCallback(TrainerCallback):
         config: dict[str, Any] | None = None,
         **watch: Any,
     ) -> None:
-        unknown = sorted(set(watch) - _WATCH_OPTIONS)
-        if unknown:
-            raise TypeError(
-                f"NbvizCallback: unknown option(s) {', '.join(unknown)}; run.watch takes "
-                f"{', '.join(sorted(_WATCH_OPTIONS))}"
-            )
         if not isinstance(max_samples, int) or max_samples < 1:
             raise ValueError(
                 f"NbvizCallback: max_samples must be a positive int, got {max_samples!r}"
@@ -125,7 +109,7 @@ class NbvizCallback(TrainerCallback):
         self.max_samples = max_samples
         self.name = name
         self.extra_config = dict(config or {})
-        self.watch_options = watch
+        self.watch_options = check_watch_options("NbvizCallback", watch)
         self.run: Run | None = None
         self.probe: Probe | None = None
         self._outputs: EvalOutputs | None = None
@@ -161,14 +145,14 @@ class NbvizCallback(TrainerCallback):
             )
 
     def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-        numbers_ = {k: float(v) for k, v in (logs or {}).items() if _is_number(v)}
-        if self._training and SUMMARY_KEYS & set(numbers_) and "train_runtime" in numbers_:
-            self._summary = {k: v for k, v in numbers_.items() if k in SUMMARY_KEYS}
-            numbers_ = {k: v for k, v in numbers_.items() if k not in SUMMARY_KEYS}
-        if not numbers_:
+        values = {k: float(v) for k, v in numeric(logs or {}).items()}
+        if self._training and "train_runtime" in values:  # the end-of-training summary
+            self._summary = {k: v for k, v in values.items() if k in SUMMARY_KEYS}
+            values = {k: v for k, v in values.items() if k not in SUMMARY_KEYS}
+        if not values:
             return
         run = self._open(args, kw.get("model"), fresh=False)
-        run.log(int(state.global_step), numbers_, overwrite=True)
+        run.log(int(state.global_step), values, overwrite=True)
 
     def on_evaluate(
         self, args: Any, state: Any, control: Any, metrics: Any = None, **kw: Any
@@ -237,7 +221,7 @@ class NbvizCallback(TrainerCallback):
             self.run = None
 
     def _store_summary(self, args: Any) -> None:
-        if _rank() == 0:  # the run is rank 0's
+        if _writes():  # the run is rank 0's
             Run(
                 self._run_dir(args), config={"train_summary": self._summary}, distributed=False
             ).close()
@@ -326,14 +310,6 @@ def _split_of(metrics: Any, default: str) -> str:
     return prefix
 
 
-def _is_number(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, torch.Tensor):
-        return value.numel() == 1
-    return isinstance(value, numbers.Real) and not isinstance(value, complex)
-
-
 def _training_args(args: Any) -> dict[str, Any]:
     to_dict = getattr(args, "to_dict", None)
     return dict(to_dict()) if to_dict is not None else {}
@@ -372,10 +348,11 @@ def _torch_optimizer(optimizer: Any) -> torch.optim.Optimizer | None:
 
 
 def _world_size() -> int:
-    dist = torch.distributed
-    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    ctx = current()  # None in one process
+    return ctx.world_size if ctx is not None else 1
 
 
-def _rank() -> int:
-    dist = torch.distributed
-    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+def _writes() -> bool:
+    """Whether this process writes runs (rank 0, or the only process)."""
+    ctx = current()
+    return ctx is None or ctx.writes
