@@ -3,6 +3,8 @@
 # Variables (override on the command line, e.g. `make test VENV=/tmp/nbviz-venv`):
 #   PYTHON        interpreter that creates the virtualenv (>= 3.10)
 #   TORCH         the torch requirement installed first, before nbviz resolves its own
+#   CONSTRAINTS   pip constraints for every install (constraints.txt pins torch to TORCH's version)
+#   EXTRAS        the optional extras installed for the tests (the integrations' libraries)
 #   VENV          the virtualenv directory
 #   PYTEST_ARGS   extra pytest arguments, e.g. PYTEST_ARGS='-m "not browser"'
 #   TEST_TIMEOUT  seconds after which the pytest run is stopped
@@ -10,6 +12,8 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 TORCH ?= torch==2.13.0
+CONSTRAINTS ?= constraints.txt
+EXTRAS ?= test,transformers,lightning,tensorboard
 VENV ?= .venv
 NPM ?= npm
 PYTEST_ARGS ?=
@@ -29,12 +33,12 @@ HEADLESS := [ "$${CI:-}" = true ] || ! [ -t 1 ]
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## /  make \1\t/' | expand -t 16
 
-venv: $(VENV_STAMP)  ## create $(VENV): $(TORCH) first, then nbviz editable with the test extra
+venv: $(VENV_STAMP)  ## create $(VENV): $(TORCH) first, then nbviz editable with $(EXTRAS)
 
-$(VENV_STAMP): pyproject.toml
+$(VENV_STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install '$(TORCH)'
-	$(PY) -m pip install -e '.[test]'
+	$(PY) -m pip install -c $(CONSTRAINTS) '$(TORCH)'
+	$(PY) -m pip install -c $(CONSTRAINTS) -e '.[$(EXTRAS)]'
 	@touch $@
 
 $(NODE_STAMP): js/package.json js/package-lock.json
@@ -66,7 +70,7 @@ demo: venv js  ## train a small model into runs/demo, then open the quickstart n
 	fi
 
 $(BENCH_STAMP): $(VENV_STAMP)
-	$(PY) -m pip install -e '.[test,bench]'
+	$(PY) -m pip install -c $(CONSTRAINTS) -e '.[$(EXTRAS),bench]'
 	@touch $@
 
 bench: venv js $(BENCH_STAMP)  ## run every benchmarks/*.py (installs the bench extra: tensorboard, wandb)
