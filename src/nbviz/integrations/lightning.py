@@ -53,7 +53,7 @@ from nbviz.integrations.eval_outputs import (  # noqa: E402
     Evaluation,
 )
 from nbviz.integrations.options import check_watch_options, numeric  # noqa: E402
-from nbviz.probes.distributed import current  # noqa: E402
+from nbviz.integrations.runs import add_config, world_size, writes  # noqa: E402
 from nbviz.probes.probe import Probe  # noqa: E402
 from nbviz.run import Run  # noqa: E402
 
@@ -134,8 +134,8 @@ class NbvizLogger(Logger):
             return
         self._run.close()
         self._run = None
-        if self._late_config and _writes():
-            Run(self.path, config=self._late_config, distributed=False).close()
+        if self._late_config:
+            add_config(self.path, self._late_config)
             self._late_config = {}
 
 
@@ -307,7 +307,7 @@ class _Gathered:
 
 def _gather(result: Evaluation | None, loaders: Any, outputs: EvalOutputs) -> _Gathered | None:
     """One process: ids in order. Several: every rank's rows onto rank 0, in dataset order."""
-    world = _world_size()
+    world = world_size()
     if world == 1:
         if result is None:
             return None
@@ -325,7 +325,7 @@ def _gather(result: Evaluation | None, loaders: Any, outputs: EvalOutputs) -> _G
             "ranks", "the validation loader is not sharded by an unshuffled DistributedSampler"
         )
         return None
-    if not _writes() or any(p is None for p in pieces):
+    if not writes() or any(p is None for p in pieces):
         return None
     # DistributedSampler(shuffle=False): rank r's j-th sample is dataset index j * world + r
     n_data = len(sampler.dataset)
@@ -365,14 +365,3 @@ def _as_dict(params: Any) -> dict[str, Any]:
             f"{type(params).__name__}"
         )
     return {str(k): v for k, v in params.items()}
-
-
-def _world_size() -> int:
-    ctx = current()  # None in one process
-    return ctx.world_size if ctx is not None else 1
-
-
-def _writes() -> bool:
-    """Whether this process writes runs (rank 0, or the only process)."""
-    ctx = current()
-    return ctx is None or ctx.writes

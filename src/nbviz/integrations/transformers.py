@@ -42,7 +42,7 @@ from transformers import TrainerCallback  # noqa: E402
 
 from nbviz.integrations.eval_outputs import MAX_SAMPLES, EvalOutputs, Evaluation  # noqa: E402
 from nbviz.integrations.options import check_watch_options, numeric  # noqa: E402
-from nbviz.probes.distributed import current  # noqa: E402
+from nbviz.integrations.runs import add_config, world_size  # noqa: E402
 from nbviz.probes.probe import Probe  # noqa: E402
 from nbviz.run import Run  # noqa: E402
 
@@ -174,8 +174,8 @@ class NbvizCallback(TrainerCallback):
             self.probe.close()
             self.probe = None
         self._close_run()
-        if self._summary and self.run is None:
-            self._store_summary(args)
+        if self._summary:
+            add_config(self._run_dir(args), {"train_summary": self._summary})
 
     # ------------------------------------------------------------------ helpers
     def close(self) -> None:
@@ -220,12 +220,6 @@ class NbvizCallback(TrainerCallback):
             self.run.close()
             self.run = None
 
-    def _store_summary(self, args: Any) -> None:
-        if _writes():  # the run is rank 0's
-            Run(
-                self._run_dir(args), config={"train_summary": self._summary}, distributed=False
-            ).close()
-
     def _attach_outputs(self, args: Any, model: Any) -> None:
         if self._outputs is not None or model is None or not self.predictions:
             return
@@ -252,7 +246,7 @@ class NbvizCallback(TrainerCallback):
     def _record(self, args: Any, state: Any, split: str, kw: dict[str, Any]) -> None:
         try:
             result = self._outputs.take() if self._outputs is not None else None
-            if result is not None and _world_size() > 1:
+            if result is not None and world_size() > 1:
                 self._outputs.note(
                     "ranks", "under several processes each rank sees only its share of it"
                 )
@@ -345,14 +339,3 @@ def _torch_optimizer(optimizer: Any) -> torch.optim.Optimizer | None:
             break
         optimizer, seen = inner, seen + 1
     return optimizer if isinstance(optimizer, torch.optim.Optimizer) else None
-
-
-def _world_size() -> int:
-    ctx = current()  # None in one process
-    return ctx.world_size if ctx is not None else 1
-
-
-def _writes() -> bool:
-    """Whether this process writes runs (rank 0, or the only process)."""
-    ctx = current()
-    return ctx is None or ctx.writes
