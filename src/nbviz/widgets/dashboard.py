@@ -15,6 +15,9 @@ from typing import Any
 
 import ipywidgets as W
 
+from nbviz.widgets.export import save_html
+from nbviz.widgets.scrubber import StepScrubber
+
 __all__ = ["Dashboard"]
 
 # (attribute, module, class, what the run must hold for it, keyword arguments)
@@ -61,8 +64,6 @@ class Dashboard(W.VBox):
     """
 
     def __init__(self, run: Any, *, live: bool = True, **kwargs: Any) -> None:
-        from nbviz.widgets.scrubber import StepScrubber
-
         self.run = run
         self.scrubber = StepScrubber(run, live=live)
         self.notes: list[str] = []
@@ -132,8 +133,6 @@ class Dashboard(W.VBox):
         on the recorded data; see :func:`nbviz.widgets.export.offline_page` for the
         options. Returns a ``PageInfo`` (path, size, notes).
         """
-        from nbviz.widgets.export import save_html
-
         return save_html(self, path, **kwargs)
 
     def close(self) -> None:

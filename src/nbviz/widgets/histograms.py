@@ -16,7 +16,8 @@ import traitlets
 
 from nbviz.store import MissingStepError
 from nbviz.widgets.base import array_trait_payload, esm
-from nbviz.widgets.live import TRAINING_CSS, LiveView, count_text, evenly
+from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.sampling import count_text, evenly
 
 __all__ = ["Histograms", "common_bins"]
 

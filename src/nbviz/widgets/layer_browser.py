@@ -32,7 +32,8 @@ import traitlets
 from nbviz.analysis.metrics import evaluation_at
 from nbviz.store import MissingStepError
 from nbviz.widgets.base import array_trait_payload, esm, steps_payload
-from nbviz.widgets.live import TRAINING_CSS, LiveView, count_text, evenly
+from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.sampling import count_text, evenly
 
 __all__ = ["LayerBrowser"]
 

@@ -39,8 +39,6 @@ __all__ = [
     "LiveView",
     "RunIndex",
     "Series",
-    "count_text",
-    "evenly",
     "follow",
     "following",
     "unfollow",
@@ -352,20 +350,6 @@ class LiveView(NbvizWidget):
         """Stop following the run and close the view."""
         unfollow(self)
         super().close()
-
-
-def count_text(shown: int, total: int, what: str) -> str:
-    """'4,000 of 100,000 points' (or '' when everything is shown)."""
-    return "" if shown >= total else f"{shown:,} of {total:,} {what}"
-
-
-def evenly(values: np.ndarray, k: int) -> np.ndarray:
-    """At most ``k`` items of sorted ``values``, evenly spaced, the first and last included."""
-    n = len(values)
-    if n <= k:
-        return values
-    idx = np.unique(np.linspace(0, n - 1, k).round().astype(np.int64))
-    return values[idx]
 
 
 #: Style shared by the training views (toolbars, swatches, small tables).

@@ -23,7 +23,8 @@ import numpy as np
 import traitlets
 
 from nbviz.widgets.base import array_trait_payload, esm, steps_payload
-from nbviz.widgets.live import TRAINING_CSS, LiveView, Series, count_text
+from nbviz.widgets.live import TRAINING_CSS, LiveView, Series
+from nbviz.widgets.sampling import count_text
 
 __all__ = ["LossCurves", "minmax_downsample", "nonfinite_breaks", "split_name"]
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.widgets.base import array_trait_payload, esm, steps_payload
+from nbviz.widgets.base import array_from_payload, array_trait_payload, esm, steps_payload
 from nbviz.widgets.live import TRAINING_CSS, LiveView
 
 __all__ = ["StepScrubber"]
@@ -120,8 +120,6 @@ class StepScrubber(LiveView):
     def scalar_values(self) -> dict[str, tuple[int, float]]:
         """What the scrubber shows: ``{name: (step logged at, value)}`` at ``step``."""
         names = self.scalars_at.get("names", [])
-        from nbviz.widgets.base import array_from_payload
-
         steps = array_from_payload(self.scalars_at["steps"])
         values = array_from_payload(self.scalars_at["values"])
         return {n: (int(s), float(v)) for n, s, v in zip(names, steps, values)}
