@@ -28,9 +28,9 @@ import pandas as pd
 import traitlets
 
 from nbviz.analysis.metrics import evaluation_at
-from nbviz.store import from_blob
 from nbviz.widgets.base import array_trait_payload, esm
 from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.samples import capture_arrays, class_name, sample_payload
 
 __all__ = ["SampleGallery"]
 
@@ -40,8 +40,6 @@ TOP_K = 5
 DETAIL_VALUES = 4096
 """Values of an array sample shown in its detail."""
 MAX_PAGE_SIZE = 200
-ARRAY_VALUES = 16
-"""Values of an array sample shown on its card (the rest are counted)."""
 
 
 def _ids_list(ids: Any, what: str) -> list[int]:
@@ -177,14 +175,6 @@ class SampleGallery(LiveView):
             self._frames[at] = frame
         return frame
 
-    def _name(self, cls: Any) -> str:
-        if cls is None or pd.isna(cls):
-            return ""
-        c = int(cls)
-        if self._names is not None and 0 <= c < len(self._names):
-            return self._names[c]
-        return str(c)
-
     # -- validation ----------------------------------------------------------------------
 
     @traitlets.validate("page_size")
@@ -293,19 +283,19 @@ class SampleGallery(LiveView):
             if samples is not None and i in samples.index:
                 row = samples.loc[i]
                 label = row["label"]
-                item.update(self._payload(row))
+                item.update(sample_payload(row))
             if frame is not None and i in frame.index:
                 p = frame.loc[i]
                 label = p["label"]
                 item.update(
                     evaluated=True,
                     pred=int(p["pred"]),
-                    pred_name=self._name(p["pred"]),
+                    pred_name=class_name(self._names, p["pred"]),
                     loss=float(p["loss"]),
                     confidence=float(p["confidence"]),
                 )
             if label is not None and not pd.isna(label):
-                item.update(label=int(label), label_name=self._name(label))
+                item.update(label=int(label), label_name=class_name(self._names, label))
             items.append(item)
         self.items = items
         missing = sum(1 for i in ordered if i not in stored)
@@ -347,7 +337,9 @@ class SampleGallery(LiveView):
             return [], f"Sample {id} has no class probabilities at step {at}."
         row = np.asarray(probs[where[id]], dtype=np.float64)
         order = np.lexsort((np.arange(len(row)), -row))[:TOP_K]
-        return [{"class": int(c), "name": self._name(c), "p": float(row[c])} for c in order], ""
+        return [
+            {"class": int(c), "name": class_name(self._names, c), "p": float(row[c])} for c in order
+        ], ""
 
     def _units_of(self, at: int | None, id: int) -> dict[str, Any] | None:
         layers = self._run.embedding_layers(self.split, kind="units")
@@ -392,10 +384,7 @@ class SampleGallery(LiveView):
                     for k in ("mean", "std", "min", "max", "zero_frac")
                 },
             }
-            if r["units"] is not None:
-                entry["units"] = array_trait_payload(r["units"], dtype="<f4")
-            if r["maps"] is not None:
-                entry["maps"] = array_trait_payload(r["maps"], dtype="<f4")
+            entry.update(capture_arrays(r))
             layers.append(entry)
         return {"step": int(at), "steps": [int(s) for s in steps], "layers": layers}, note
 
@@ -410,7 +399,7 @@ class SampleGallery(LiveView):
         if id in set(self._stored.tolist()):
             row = self._run.samples([id], split=self.split).iloc[0]
             label = row["label"]
-            out.update(self._payload(row, DETAIL_VALUES))
+            out.update(sample_payload(row, DETAIL_VALUES))
             if row["kind"] == "image" and row["shape"]:
                 out["shape"] = list(json.loads(row["shape"]))
         frame = self._frame(at) if at is not None else None
@@ -421,7 +410,7 @@ class SampleGallery(LiveView):
                 evaluated=True,
                 step=at,
                 pred=int(p["pred"]),
-                pred_name=self._name(p["pred"]),
+                pred_name=class_name(self._names, p["pred"]),
                 loss=float(p["loss"]),
                 confidence=float(p["confidence"]),
             )
@@ -431,7 +420,7 @@ class SampleGallery(LiveView):
         else:
             out["top_k"], out["top_k_note"] = [], "No evaluation at or before this step."
         if label is not None and not pd.isna(label):
-            out.update(label=int(label), label_name=self._name(label))
+            out.update(label=int(label), label_name=class_name(self._names, label))
         if out["kind"] == "" and not out["evaluated"] and label is None:
             out["missing"] = f"No {self.split} sample or prediction has id {id}."
         units = self._units_of(at, id)
@@ -441,21 +430,6 @@ class SampleGallery(LiveView):
         out["activations"] = acts
         out["activations_note"] = note
         self.detail = out
-
-    @staticmethod
-    def _payload(row: pd.Series, n_values: int = ARRAY_VALUES) -> dict[str, Any]:
-        kind = str(row["kind"])
-        if kind == "image":
-            return {"kind": "image", "png": bytes(row["payload"])}
-        if kind == "text":
-            return {"kind": "text", "text": str(row["text"] or "")}
-        values = np.asarray(from_blob(row["payload"], row["dtype"], row["shape"])).ravel()
-        shown = values[:n_values].astype(np.float64)
-        return {
-            "kind": "array",
-            "values": array_trait_payload(shown),
-            "size": int(values.size),
-        }
 
 
 SampleGallery._css = (

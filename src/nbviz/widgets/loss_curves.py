@@ -25,6 +25,7 @@ import traitlets
 from nbviz.widgets.base import array_trait_payload, esm, steps_payload
 from nbviz.widgets.live import TRAINING_CSS, LiveView, Series
 from nbviz.widgets.sampling import count_text
+from nbviz.widgets.wire import floats_payload
 
 __all__ = ["LossCurves", "minmax_downsample", "nonfinite_breaks", "split_name"]
 
@@ -108,10 +109,6 @@ def minmax_downsample(
     out = values[keep].copy()
     out[~np.isfinite(out)] = np.nan
     return steps[keep], out
-
-
-def _values_payload(values: np.ndarray) -> dict[str, Any]:
-    return array_trait_payload(np.asarray(values, dtype=np.float64))
 
 
 class LossCurves(LiveView):
@@ -210,7 +207,7 @@ class LossCurves(LiveView):
                         "stem": stem,
                         "split": split,
                         "steps": steps_payload(steps),
-                        "values": _values_payload(values),
+                        "values": floats_payload(values),
                         "stride": len(raw.steps) / max(len(steps), 1),
                         "total": len(raw.steps),
                         "breaks": array_trait_payload(breaks[:MAX_BREAKS]),
@@ -256,7 +253,7 @@ class LossCurves(LiveView):
                 item["stride"] = (b - a) / max(len(steps), 1)
                 for field, payload in (
                     ("steps", steps_payload(steps)),
-                    ("values", _values_payload(values)),
+                    ("values", floats_payload(values)),
                 ):
                     item[field] = {
                         "dtype": payload["dtype"],

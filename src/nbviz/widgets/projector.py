@@ -33,6 +33,7 @@ from nbviz.analysis import projection as proj
 from nbviz.widgets.base import array_from_payload, array_trait_payload, esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.samples import sample_payload
 
 __all__ = ["COLOR_BY", "EmbeddingProjector"]
 
@@ -526,7 +527,7 @@ class EmbeddingProjector(LiveView):
         except KeyError:
             out["kind"] = "none"
         else:
-            out.update(SampleGallery._payload(row))
+            out.update(sample_payload(row))
         self.hover_sample = out
 
     def _rebuild(self) -> None:

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.widgets.base import array_from_payload, array_trait_payload, esm, steps_payload
+from nbviz.widgets.base import array_from_payload, esm, steps_payload
 from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.wire import floats_payload
 
 __all__ = ["StepScrubber"]
 
@@ -114,7 +115,7 @@ class StepScrubber(LiveView):
         self.scalars_at = {
             "names": names,
             "steps": steps_payload(np.array(steps, dtype=np.int64)),
-            "values": array_trait_payload(np.array(values, dtype=np.float64)),
+            "values": floats_payload(values),
         }
 
     def scalar_values(self) -> dict[str, tuple[int, float]]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["array_from_payload", "array_trait_payload", "steps_payload"]
+__all__ = ["array_from_payload", "array_trait_payload", "floats_payload", "steps_payload"]
 
 _KINDS = "biuf"
 
@@ -154,3 +154,8 @@ def steps_payload(values: Any) -> dict[str, Any]:
     if len(a) == 0 or (a.min() >= -(2**31) and a.max() < 2**31):
         return array_trait_payload(a, dtype="<i4")
     return array_trait_payload(a, dtype="<f8")
+
+
+def floats_payload(values: Any) -> dict[str, Any]:
+    """Values as float64 (NaN and Inf kept): the payload of a series or a matrix of statistics."""
+    return array_trait_payload(np.asarray(values, dtype=np.float64))

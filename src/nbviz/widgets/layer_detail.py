@@ -1,0 +1,229 @@
+"""The LayerBrowser's detail of one layer: its statistics over steps, its histograms at
+the step, and its dead-unit map.
+
+Long runs are summarised, never sent whole: the statistics in at most
+``DETAIL_POINTS`` buckets (min of the minima, max of the maxima, peak norm, so
+spikes survive); the dead map (units x steps of the fraction of the batch on
+which a unit was zero) the captures up to the step within a window.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nbviz.store import MissingStepError
+from nbviz.widgets.sampling import count_text, evenly
+from nbviz.widgets.wire import array_trait_payload, floats_payload, steps_payload
+
+__all__ = [
+    "DEAD_WINDOW",
+    "DETAIL_POINTS",
+    "STAT_FIELDS",
+    "HistogramsAtStep",
+    "bucket_stats",
+    "dead_map",
+    "stats_detail",
+]
+
+DETAIL_POINTS = 1000
+FULL_READ_MAX = 20_000  # captures read whole (then bucketed); beyond this, sampled
+DEAD_WINDOW = 2000  # captures before the step searched for per-unit stats
+DEAD_COLUMNS = 400
+DEAD_CELLS = 250_000
+STAT_FIELDS = ("mean", "std", "min", "max", "norm", "zero_frac", "rel", "nonfinite")
+
+
+def bucket_stats(frame: Any, max_points: int) -> dict[str, np.ndarray]:
+    """layer_stats rows of one layer (sorted by step) as at most ``max_points`` buckets.
+
+    Minimum of ``min``, maximum of ``max`` and of ``norm`` (peaks survive),
+    mean of the rest, sum of ``nonfinite``; a bucket's step is its last step.
+    """
+    steps = frame["step"].to_numpy(dtype=np.int64)
+    cols = {f: frame[f].to_numpy(dtype=np.float64) for f in STAT_FIELDS}
+    n = len(steps)
+    if n <= max_points:
+        return {"step": steps, **cols}
+    bounds = (np.arange(max_points) * n) // max_points
+    ends = np.append(bounds[1:], n) - 1
+    out: dict[str, np.ndarray] = {"step": steps[ends]}
+    with np.errstate(invalid="ignore"):
+        for f, v in cols.items():
+            if f == "min":
+                out[f] = np.fmin.reduceat(v, bounds)
+            elif f in ("max", "norm"):
+                out[f] = np.fmax.reduceat(v, bounds)
+            elif f == "nonfinite":
+                out[f] = np.add.reduceat(np.nan_to_num(v), bounds)
+            else:
+                finite = np.isfinite(v)
+                total = np.add.reduceat(np.where(finite, v, 0.0), bounds)
+                count = np.add.reduceat(finite.astype(np.float64), bounds)
+                out[f] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    return out
+
+
+def _wanted_series(row: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(signal, layer or parameter, label) of each series the detail of ``row`` shows."""
+    name = row["name"]
+    wanted = [("activation", name, "activations"), ("gradient", name, "gradient of the output")]
+    shorts = [(p, p.rpartition(".")[2]) for p in row["own_params"]]
+    wanted += [("gradient", p, f"gradient of {short}") for p, short in shorts]
+    for p, short in shorts:
+        wanted += [("weight", p, f"{short}"), ("update", p, f"update of {short}")]
+    return wanted
+
+
+def stats_detail(
+    run: Any, index: Any, recorded: dict[str, set[str]], row: dict[str, Any]
+) -> dict[str, Any]:
+    """The layer of ``row``: its activation, gradient, weight and update statistics over steps.
+
+    ``recorded`` names, per signal, the layers that have statistics.
+    """
+    name = row["name"]
+    series = []
+    notes = []
+    for signal, layer, label in _wanted_series(row):
+        steps = index.steps(signal)
+        if len(steps) == 0 or layer not in recorded.get(signal, ()):
+            continue
+        try:
+            if len(steps) <= FULL_READ_MAX:
+                frame = run.stats(signal, layer)
+                how = "captures in buckets (extremes kept)"
+            else:
+                sample = evenly(steps, 2 * DETAIL_POINTS)
+                frame = run.stats(signal, layer, steps=[int(s) for s in sample])
+                how = "captures, sampled evenly"
+        except (ValueError, KeyError):
+            continue  # this layer has no rows for the signal
+        if len(frame) == 0:
+            continue
+        data = bucket_stats(frame, DETAIL_POINTS)
+        if len(data["step"]) < len(steps):
+            notes.append(f"{label}: {count_text(len(data['step']), len(steps), how)}")
+        series.append(
+            {
+                "signal": signal,
+                "layer": layer,
+                "label": label,
+                "steps": steps_payload(data["step"]),
+                **{f: floats_payload(data[f]) for f in STAT_FIELDS},
+            }
+        )
+    unwatched = "" if row["watched"] else f" (not watched: {row['note'] or 'skipped by the probe'})"
+    return {
+        "layer": name,
+        "type": row["type"],
+        "shape": row["shape"],
+        "params": row["params"],
+        "series": series,
+        "notice": "; ".join(notes),
+        "empty": "" if series else f"No statistics recorded for {name!r} yet" + unwatched,
+    }
+
+
+def dead_map(
+    run: Any, steps: np.ndarray, step: int, name: str
+) -> tuple[dict[str, Any], tuple[int, int] | None]:
+    """The per-unit zero fractions of ``name`` near ``step``, and the window of steps read.
+
+    ``steps`` are the activation captures. The window is None when every capture
+    was read (or none), so that a move of the step needs no new read.
+    """
+    i = int(np.searchsorted(steps, step, "right")) - 1
+    empty = {
+        "layer": name,
+        "steps": steps_payload([]),
+        "values": floats_payload(np.zeros((0, 0))),
+        "units": 0,
+    }
+    if len(steps) == 0:
+        return {**empty, "notice": "no per-unit statistics yet"}, None
+    full = len(steps) <= DEAD_WINDOW
+    if full:
+        lo, hi = int(steps[0]), int(steps[-1])
+    else:
+        i = max(i, 0)
+        lo = int(steps[max(0, i - DEAD_WINDOW + 1)])
+        hi = int(steps[min(len(steps) - 1, i + DEAD_WINDOW // 10)])
+    try:
+        ust, values = run.unit_stats(name, "zero_frac", step_range=(lo, hi))
+    except (ValueError, KeyError):
+        return {**empty, "notice": f"no per-unit zero fractions recorded for {name!r}"}, None
+    window = None if full else (lo, hi)
+    n, units = values.shape
+    if n == 0:
+        return {**empty, "notice": f"no per-unit statistics for {name!r} near this step"}, window
+    cols = max(1, min(DEAD_COLUMNS, DEAD_CELLS // max(units, 1)))
+    keep = evenly(np.arange(n), cols)
+    text = count_text(len(keep), n, "captures")
+    where = "" if full else f"steps {lo:,}..{hi:,}"
+    notice = ", ".join(t for t in (where, text) if t)
+    payload = {
+        "layer": name,
+        "steps": steps_payload(ust[keep]),
+        "values": array_trait_payload(values[keep], dtype="<f4"),
+        "units": int(units),
+        "notice": notice,
+    }
+    return payload, window
+
+
+class HistogramsAtStep:
+    """A layer's histograms at a step (the latest at or before it), for the detail.
+
+    Keeps each (layer, signal)'s histogram steps, read again only when the step
+    passes the last one known; :meth:`clear` forgets them (the run was rebuilt).
+    """
+
+    def __init__(self, run: Any) -> None:
+        self._run = run
+        self._steps: dict[tuple[str, str], np.ndarray] = {}
+
+    def clear(self) -> None:
+        self._steps = {}
+
+    def _at(self, layer: str, signal: str, step: int) -> tuple[int, Any, Any] | None:
+        key = (layer, signal)
+        steps = self._steps.get(key)
+        if steps is None or (len(steps) and steps[-1] < step):
+            steps = self._steps[key] = self._run.histogram_steps(layer, signal)
+        i = int(np.searchsorted(steps, step, "right")) - 1
+        if i < 0:
+            return None
+        try:
+            edges, counts = self._run.histogram(layer, signal, int(steps[i]))
+        except (MissingStepError, ValueError):
+            return None
+        return int(steps[i]), edges, counts
+
+    def detail_at(self, row: dict[str, Any], step: int) -> dict[str, Any]:
+        """Activations and output gradient of ``row``'s layer, and its weight and weight
+        gradient where it has a weight, at ``step``."""
+        name = row["name"]
+        weight = f"{name}.weight" if f"{name}.weight" in row["own_params"] else None
+        wanted = [("activation", name, "activations"), ("gradient", name, "output gradient")]
+        if weight:
+            wanted += [("weight", weight, "weight"), ("gradient", weight, "weight gradient")]
+        hists = []
+        for signal, layer, label in wanted:
+            hit = self._at(layer, signal, step)
+            if hit is None:
+                continue
+            at, edges, counts = hit
+            hists.append(
+                {
+                    "signal": signal,
+                    "layer": layer,
+                    "label": label,
+                    "step": at,
+                    "lo": float(edges[0]),
+                    "hi": float(edges[-1]),
+                    "counts": array_trait_payload(counts, dtype="<f8"),
+                }
+            )
+        return {"layer": name, "step": step, "histograms": hists}

@@ -1,0 +1,156 @@
+"""The LayerBrowser's table: one row per module, and three signs of health per row.
+
+A row is a module of the model summary (qualified name, type, output shape,
+parameter count) or, without a summary, a module the probe recorded. Its signs
+of health are the activation zero fraction, the gradient norm (of the layer's
+weight, else of its output) and the update/weight ratio: as sparklines over
+about ``SPARK_POINTS`` captures, and as the value at the linked step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nbviz.widgets.sampling import count_text, evenly
+from nbviz.widgets.wire import floats_payload, steps_payload
+
+__all__ = [
+    "METRICS",
+    "SPARK_POINTS",
+    "layer_rows",
+    "recorded_layers",
+    "sparklines",
+    "values_at",
+]
+
+SPARK_POINTS = 100
+
+#: The three health signs: name -> (signal, column, which layer row provides it)
+METRICS = {
+    "zero_frac": ("activation", "zero_frac", "module"),
+    "grad_norm": ("gradient", "norm", "weight_or_module"),
+    "update_ratio": ("update", "rel", "weight"),
+}
+
+
+def _shape_text(shape: Any) -> str:
+    if shape is None or (isinstance(shape, float) and np.isnan(shape)):
+        return ""
+    if isinstance(shape, (list, tuple)):
+        return "[" + ", ".join(str(d) for d in shape) + "]"
+    return str(shape)
+
+
+def recorded_layers(run: Any, index: Any) -> dict[str, set[str]]:
+    """Layer names with stats at the latest capture of each signal (cheap: one step each).
+
+    Detail queries only ask for pairs that exist (asking for a missing one is slow).
+    """
+    out: dict[str, set[str]] = {}
+    for signal in ("activation", "gradient", "weight", "update"):
+        steps = index.steps(signal)
+        names: set[str] = set()
+        if len(steps):
+            names = set(run.stats(signal, steps=int(steps[-1]))["layer"].tolist())
+        out[signal] = names
+    return out
+
+
+def _row(name: str, own: list[str], rec: dict[str, Any] | None, recorded: set[str]) -> dict:
+    rec = rec or {}
+    return {
+        "name": name,
+        "type": str(rec.get("type") or ""),
+        "depth": int(rec.get("depth") or 1),
+        "shape": _shape_text(rec.get("shape")),
+        "params": int(rec.get("params") or 0),
+        "watched": bool(rec.get("watched", True)),
+        "note": str(rec.get("note") or ""),
+        "own_params": own,
+        "recorded": name in recorded,
+    }
+
+
+def layer_rows(frame: Any, params: list[str], recorded: set[str]) -> list[dict[str, Any]]:
+    """The table's rows, from the model summary ``frame`` (``run.layers()``).
+
+    ``params`` are the parameter names the probe watched and ``recorded`` the
+    names with stats. Without a summary, the modules the probe recorded.
+    """
+    rows = []
+    for rec in frame.to_dict("records"):
+        name = str(rec.get("name") or "")
+        if not name:
+            continue  # the root module: its numbers are the model's
+        own = [p for p in params if p.rpartition(".")[0] == name] or sorted(
+            p for p in recorded if p.rpartition(".")[0] == name and p not in frame["name"].values
+        )
+        rows.append(_row(name, own, rec, recorded))
+    if rows:
+        return rows
+
+    def is_param(n: str) -> bool:
+        owner, _, leaf = n.rpartition(".")
+        return n in params or (owner in recorded and leaf in ("weight", "bias"))
+
+    for name in sorted(n for n in recorded if not is_param(n)):
+        own = sorted(p for p in recorded if p.rpartition(".")[0] == name and is_param(p))
+        rows.append(_row(name, own, None, recorded))
+    return rows
+
+
+def _metric_layer(row: dict[str, Any], metric: str) -> str | None:
+    """Which layer or parameter gives ``row`` its value of ``metric`` (None: none)."""
+    _signal, _column, which = METRICS[metric]
+    weight = f"{row['name']}.weight"
+    has_weight = weight in row["own_params"]
+    if which == "module":
+        return row["name"]
+    if which == "weight":
+        return weight if has_weight else None
+    return weight if has_weight else row["name"]
+
+
+def sparklines(run: Any, index: Any, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
+    """Per metric, sampled steps and a [rows, steps] matrix; and what was sampled, in words."""
+    spark: dict[str, Any] = {}
+    shown = 0
+    total = 0
+    for metric, (signal, column, _which) in METRICS.items():
+        steps = index.steps(signal)
+        sample = evenly(steps, SPARK_POINTS)
+        matrix = np.full((len(rows), len(sample)), np.nan)
+        if len(sample):
+            frame = run.stats(signal, steps=[int(s) for s in sample])
+            col = {s: j for j, s in enumerate(sample.tolist())}
+            by_layer = {la: i for i, la in enumerate(_metric_layer(r, metric) for r in rows)}
+            li = frame["layer"].map(by_layer)
+            ok = li.notna().to_numpy()
+            if ok.any():
+                rows_i = li[ok].to_numpy(dtype=np.int64)
+                cols_j = frame["step"][ok].map(col).to_numpy(dtype=np.int64)
+                matrix[rows_i, cols_j] = frame[column][ok].to_numpy(dtype=np.float64)
+        spark[metric] = {"steps": steps_payload(sample), "values": floats_payload(matrix)}
+        shown = max(shown, len(sample))
+        total = max(total, len(steps))
+    notice = f"sparklines: {count_text(shown, total, 'captures')}" if shown < total else ""
+    return spark, notice
+
+
+def values_at(run: Any, index: Any, rows: list[dict[str, Any]], step: int) -> dict[str, Any]:
+    """Per metric, the capture step shown and one value per row (NaN: none)."""
+    out: dict[str, Any] = {}
+    for metric, (signal, column, _which) in METRICS.items():
+        at = index.capture_at(signal, step)
+        values = np.full(len(rows), np.nan)
+        if at is not None:
+            frame = run.stats(signal, steps=[at])
+            lookup = dict(zip(frame["layer"], frame[column].to_numpy(dtype=np.float64)))
+            for i, row in enumerate(rows):
+                name = _metric_layer(row, metric)
+                if name in lookup:
+                    values[i] = lookup[name]
+        out[metric] = {"step": -1 if at is None else at, "values": floats_payload(values)}
+    return out

@@ -1,0 +1,58 @@
+"""Samples on the wire: what a logged sample, its class and its captured activations send.
+
+The gallery's cards, the projector's hover card and the LayerBrowser's unit
+cards show the same things the same way: a sample as it was logged with
+``run.log_samples`` (PNG thumbnail, text, or an array row's first values), its
+class by name, and the per-unit values and feature maps ``run.capture`` kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nbviz.store import from_blob
+from nbviz.widgets.wire import array_trait_payload
+
+__all__ = ["ARRAY_VALUES", "capture_arrays", "class_name", "sample_payload"]
+
+ARRAY_VALUES = 16
+"""Values of an array sample shown on its card (the rest are counted)."""
+
+
+def sample_payload(row: pd.Series, n_values: int = ARRAY_VALUES) -> dict[str, Any]:
+    """A row of ``run.samples()`` as a card shows it: image PNG, text, or the first values."""
+    kind = str(row["kind"])
+    if kind == "image":
+        return {"kind": "image", "png": bytes(row["payload"])}
+    if kind == "text":
+        return {"kind": "text", "text": str(row["text"] or "")}
+    values = np.asarray(from_blob(row["payload"], row["dtype"], row["shape"])).ravel()
+    shown = values[:n_values].astype(np.float64)
+    return {
+        "kind": "array",
+        "values": array_trait_payload(shown),
+        "size": int(values.size),
+    }
+
+
+def class_name(names: Sequence[str] | None, cls: Any) -> str:
+    """The name of class ``cls`` (its number where ``names`` has none; '' for no class)."""
+    if cls is None or pd.isna(cls):
+        return ""
+    c = int(cls)
+    if names is not None and 0 <= c < len(names):
+        return str(names[c])
+    return str(c)
+
+
+def capture_arrays(row: Any) -> dict[str, Any]:
+    """A ``run.captures()`` row's ``units`` and ``maps`` (where kept) as float32 payloads."""
+    return {
+        key: array_trait_payload(row[key], dtype="<f4")
+        for key in ("units", "maps")
+        if row[key] is not None
+    }

@@ -1,0 +1,151 @@
+"""What each unit of a layer responds to: the samples that excite it most and least.
+
+For a layer whose per-sample unit summaries ``run.evaluate(..., units_layer=...)``
+recorded (or the embedding layer, whose input ``run.evaluate`` keeps for the
+projector), a chosen unit lists the samples that excite it most and least at
+the evaluation in view (the latest at or before the step). A click on one of
+those samples shows its activations of the layer channel by channel (feature
+maps of a convolution) where ``run.capture`` recorded them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nbviz.analysis.metrics import evaluation_at
+from nbviz.widgets.samples import capture_arrays, class_name, sample_payload
+from nbviz.widgets.wire import array_trait_payload
+
+__all__ = ["UNIT_SAMPLES", "UnitExplorer"]
+
+UNIT_SAMPLES = 8
+"""Samples listed per unit, for each end (most and least excited)."""
+
+
+class UnitExplorer:
+    """Reads a run's per-sample unit values and captures for one view (keeps a few matrices)."""
+
+    def __init__(self, run: Any) -> None:
+        self._run = run
+        self._cache: dict[tuple[str, str, str, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+    def _source(self, name: str, split: str) -> tuple[str, str] | None:
+        """(kind, description) of the per-sample unit values recorded for ``name``."""
+        run = self._run
+        if name in run.embedding_layers(split, kind="units"):
+            return "units", f"mean activation of each unit of {name} per sample"
+        if name in run.embedding_layers(split, kind="embedding"):
+            return "embedding", f"input of {name} per sample (the embedding run.evaluate records)"
+        return None
+
+    def _matrix(self, name: str, split: str, kind: str, at: int) -> tuple[np.ndarray, np.ndarray]:
+        key = (name, split, kind, at)
+        hit = self._cache.get(key)
+        if hit is None:
+            ids, matrix = self._run.embeddings(at, split=split, layer=name, kind=kind)
+            hit = (np.asarray(ids, dtype=np.int64), np.asarray(matrix, dtype=np.float32))
+            if len(self._cache) > 4:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
+    def samples(self, name: str, split: str, step: int, unit: int) -> dict[str, Any]:
+        """Per-unit means of layer ``name`` at the evaluation in view; with ``unit`` in
+        range, the samples that excite it most and least (as cards)."""
+        how = (
+            f"record them with run.evaluate(step, model, loader, units_layer={name!r}, "
+            f"split={split!r})"
+        )
+        source = self._source(name, split)
+        if source is None:
+            return {
+                "layer": name,
+                "n_units": 0,
+                "notice": f"No per-sample unit values of {name!r} for split {split!r}: {how}.",
+            }
+        kind, what = source
+        steps = self._run.embedding_steps(split, name, kind=kind)
+        at = evaluation_at(steps, step)
+        notice = ""
+        if at is None:
+            at = int(steps[0])
+            notice = f"the first evaluation (step {at}) comes after this step"
+        ids, matrix = self._matrix(name, split, kind, at)
+        n_units = int(matrix.shape[1]) if matrix.ndim == 2 else 0
+        with np.errstate(invalid="ignore"):
+            means = np.nanmean(matrix, axis=0) if len(ids) else np.zeros(n_units)
+        out: dict[str, Any] = {
+            "layer": name,
+            "kind": kind,
+            "what": what,
+            "step": at,
+            "n_units": n_units,
+            "n_samples": len(ids),
+            "means": array_trait_payload(means, dtype="<f4"),
+            "unit": -1,
+            "notice": notice,
+        }
+        if 0 <= unit < n_units:
+            values = matrix[:, unit].astype(np.float64)
+            finite = np.isfinite(values)
+            fid, fval = ids[finite], values[finite]
+            most = np.lexsort((fid, -fval))[:UNIT_SAMPLES]
+            least = np.lexsort((fid, fval))[:UNIT_SAMPLES]
+            cards = self._cards(np.concatenate([fid[most], fid[least]]), split, at)
+            out.update(
+                unit=unit,
+                most=[{**cards[int(fid[k])], "value": float(fval[k])} for k in most],
+                least=[{**cards[int(fid[k])], "value": float(fval[k])} for k in least],
+            )
+        elif unit >= n_units:
+            out["notice"] = f"unit {unit} is outside 0..{n_units - 1} for {name!r}"
+        return out
+
+    def _cards(self, ids: np.ndarray, split: str, at: int) -> dict[int, dict[str, Any]]:
+        """Each sample as a card: its payload, label and prediction at ``at``, by name."""
+        run = self._run
+        wanted = sorted({int(i) for i in ids})
+        names = run.class_names
+        cards: dict[int, dict[str, Any]] = {i: {"id": i} for i in wanted}
+        stored = set(run.sample_ids(split).tolist())
+        have = [i for i in wanted if i in stored]
+        if have:
+            for row in run.samples(have, split=split).to_dict("records"):
+                card = cards[int(row["id"])]
+                card.update(sample_payload(pd.Series(row)))
+                if row["label"] is not None and not pd.isna(row["label"]):
+                    card["label"] = int(row["label"])
+        if at in set(run.prediction_steps(split).tolist()):
+            preds = run.predictions(at, split=split).set_index("id")
+            for i in wanted:
+                if i in preds.index:
+                    cards[i].update(label=int(preds.at[i, "label"]), pred=int(preds.at[i, "pred"]))
+        for card in cards.values():
+            for key in ("label", "pred"):
+                if key in card:
+                    card[f"{key}_name"] = class_name(names, card[key])
+        return cards
+
+    def sample_maps(self, name: str, split: str, step: int, id: int) -> dict[str, Any]:
+        """Sample ``id``'s captured output of layer ``name``: per-unit values, feature maps."""
+        out: dict[str, Any] = {"id": id, "layer": name, "step": -1}
+        frame = self._run.captures(id, split, step)
+        if not len(frame):
+            frame = self._run.captures(id, split)  # only later captures: the latest
+        rows = frame[frame["layer"] == name] if len(frame) else frame
+        if not len(rows):
+            out["notice"] = (
+                f"No activations of {name!r} recorded for sample {id}: "
+                f"run.capture(model, sample, id={id}, split={split!r}) records them."
+            )
+            return out
+        r = rows.iloc[0]
+        out.update(step=int(r["step"]), shape=[int(d) for d in r["shape"]], notice=str(r["note"]))
+        out.update(capture_arrays(r))
+        return out
