@@ -19,8 +19,6 @@ cell in the Dashboard) highlights points without selecting them.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +31,12 @@ from nbviz.analysis import projection as proj
 from nbviz.widgets.base import array_from_payload, array_trait_payload, esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.projector_job import Job, LayoutJobs
+from nbviz.widgets.projector_points import (
+    indices_of,
+    point_arrays,
+    prediction_frame,
+)
 from nbviz.widgets.samples import sample_payload
 
 __all__ = ["COLOR_BY", "EmbeddingProjector"]
@@ -40,25 +44,6 @@ __all__ = ["COLOR_BY", "EmbeddingProjector"]
 COLOR_BY = ("label", "prediction", "correct", "confidence", "loss", "none")
 GALLERY_MAX = 2_000
 """At most this many selected samples go to the gallery (highest loss first)."""
-_PROGRESS_EVERY = 0.25  # seconds between progress updates sent to the browser
-
-
-def _normalized(coords: np.ndarray) -> np.ndarray:
-    """``coords`` shifted and scaled into [-1, 1] around the centre, aspect kept."""
-    if not len(coords):
-        return coords.astype(np.float32)
-    lo, hi = coords.min(axis=0), coords.max(axis=0)
-    centre = (lo + hi) / 2.0
-    half = float(np.max(hi - lo)) / 2.0 or 1.0
-    return ((coords - centre) / (half * 1.05)).astype(np.float32)
-
-
-class _Job:
-    """One background projection: what it is for, and how to stop it."""
-
-    def __init__(self, want: tuple[Any, ...]) -> None:
-        self.want = want
-        self.cancel = threading.Event()
 
 
 class EmbeddingProjector(LiveView):
@@ -166,8 +151,7 @@ class EmbeddingProjector(LiveView):
         self._ids = np.zeros(0, dtype=np.int64)  # ids of the points on screen, in order
         self._order = np.zeros(0, dtype=np.int64)  # argsort of _ids, for id -> index
         self._frame: pd.DataFrame | None = None
-        self._job: _Job | None = None
-        self._job_lock = threading.Lock()
+        self._jobs = LayoutJobs(self, run, self._deliver)
         self._shown_key: tuple[Any, ...] | None = None
         self._init_live([run], live)
         with self._lock, self.hold_sync():
@@ -210,24 +194,6 @@ class EmbeddingProjector(LiveView):
         at = [s for s in steps if s <= self.step]
         return at[-1] if at else steps[0]
 
-    def _colours(self, ids: np.ndarray, step: int) -> pd.DataFrame:
-        """label, pred, confidence, loss per id (NaN/-1 where unknown)."""
-        frame = pd.DataFrame({"id": ids})
-        evals = self._run.prediction_steps(self.split)
-        at = [int(s) for s in evals if s <= step]
-        if at or len(evals):
-            preds = self._run.predictions(at[-1] if at else int(evals[0]), self.split)
-            frame = frame.merge(preds.drop(columns=["step"]), on="id", how="left")
-        if "label" not in frame or frame["label"].isna().all():
-            stored = self._run.samples(None, self.split)[["id", "label"]]
-            frame = frame.drop(columns=["label"], errors="ignore").merge(
-                stored, on="id", how="left"
-            )
-        for col in ("label", "pred", "loss", "confidence"):
-            if col not in frame:
-                frame[col] = np.nan
-        return frame
-
     # -- what is on screen ---------------------------------------------------------------
 
     def _want(self, method: str) -> tuple[Any, ...] | None:
@@ -254,7 +220,7 @@ class EmbeddingProjector(LiveView):
             return
         want = self._want(self.method)
         if want is None:
-            self._cancel_job()
+            self._jobs.cancel()
             self.points = {}
             self.shown_step = -1
             return
@@ -265,9 +231,9 @@ class EmbeddingProjector(LiveView):
                 assert quick is not None
                 if self._shown_key is None or self._shown_key[:3] != want[:3]:
                     self._put(self._layout(quick, compute=True))
-                self._start_job(want)
+                self._jobs.start(want)
             else:
-                self._cancel_job()
+                self._jobs.cancel()
                 self._put(layout)
             self.error = ""
         except (ValueError, KeyError, proj.MethodUnavailableError) as exc:
@@ -283,46 +249,14 @@ class EmbeddingProjector(LiveView):
         coords = np.asarray(layout.coords, dtype=np.float64)
         finite = np.isfinite(coords).all(axis=1)
         ids = np.asarray(layout.ids, dtype=np.int64)[finite]
-        frame = self._colours(ids, layout.step)
+        frame = prediction_frame(self._run, self.split, ids, layout.step)
         same_points = len(ids) == len(self._ids) and np.array_equal(ids, self._ids)
         self._ids = ids
         self._order = np.argsort(ids, kind="stable")
         self._frame = frame
         self._shown_key = key
-        n_classes = self._n_classes(frame)
-        small = np.uint8 if n_classes < 255 else np.uint16
-        missing = np.iinfo(small).max
-        label = frame["label"].to_numpy(dtype=np.float64, na_value=np.nan)
-        pred = frame["pred"].to_numpy(dtype=np.float64, na_value=np.nan)
-        conf = frame["confidence"].to_numpy(dtype=np.float64, na_value=np.nan)
-        loss = frame["loss"].to_numpy(dtype=np.float64, na_value=np.nan)
-        loss_hi = float(np.nanpercentile(loss, 99)) if np.isfinite(loss).any() else 0.0
-        loss_hi = loss_hi if loss_hi > 0 else 1.0
-
-        def codes(values: np.ndarray) -> np.ndarray:
-            out = np.full(len(values), missing, dtype=small)
-            ok = np.isfinite(values)
-            out[ok] = values[ok].astype(small)
-            return out
-
-        def byte(values: np.ndarray) -> np.ndarray:
-            out = np.full(len(values), 255, dtype=np.uint8)  # 255: unknown
-            ok = np.isfinite(values)
-            out[ok] = np.clip(np.round(values[ok] * 254), 0, 254).astype(np.uint8)
-            return out
-
         self.points = {
-            "n": int(len(ids)),
-            "xy": array_trait_payload(_normalized(coords[finite]), "<f4"),
-            "label": array_trait_payload(codes(label)),
-            "pred": array_trait_payload(codes(pred)),
-            "confidence": array_trait_payload(byte(conf)),
-            "loss": array_trait_payload(byte(np.log1p(np.maximum(loss, 0)) / np.log1p(loss_hi))),
-            "loss_max": loss_hi,
-            "n_classes": n_classes,
-            "missing": int(missing),
-            "has_predictions": bool(np.isfinite(pred).any()),
-            "ids_min": int(ids.min()) if len(ids) else 0,
+            **point_arrays(coords[finite], ids, frame),
             "transition": bool(same_points),
             "method": layout.method,
             "step": int(layout.step),
@@ -338,24 +272,9 @@ class EmbeddingProjector(LiveView):
         self.notice = f"{len(ids):,} points, step {layout.step}"
         self._resync_ids()
 
-    @staticmethod
-    def _n_classes(frame: pd.DataFrame) -> int:
-        top = 0.0
-        for col in ("label", "pred"):
-            values = frame[col].to_numpy(dtype=np.float64, na_value=np.nan)
-            if np.isfinite(values).any():
-                top = max(top, float(np.nanmax(values)))
-        return int(top) + 1
-
     def _indices(self, ids: list[int]) -> np.ndarray:
         """Point indices of ``ids`` on screen (ids not on screen are skipped)."""
-        if not len(self._ids) or not ids:
-            return np.zeros(0, dtype=np.uint32)
-        wanted = np.asarray(ids, dtype=np.int64)
-        pos = np.searchsorted(self._ids[self._order], wanted)
-        pos = np.clip(pos, 0, len(self._ids) - 1)
-        hit = self._ids[self._order][pos] == wanted
-        return np.sort(self._order[pos[hit]]).astype(np.uint32)
+        return indices_of(self._ids, self._order, ids)
 
     def _resync_ids(self) -> None:
         self.selection = {"indices": array_trait_payload(self._indices(self.selected_ids))}
@@ -363,89 +282,19 @@ class EmbeddingProjector(LiveView):
 
     # -- the background job --------------------------------------------------------------
 
-    def _cancel_job(self) -> None:
-        with self._job_lock:
-            if self._job is not None:
-                self._job.cancel.set()
-                self._job = None
-        self.progress = 1.0
-        self.status = ""
+    @property
+    def _job(self) -> Job | None:
+        """The background projection running, if any."""
+        return self._jobs.job
 
-    def _start_job(self, want: tuple[Any, ...]) -> None:
-        with self._job_lock:
-            if self._job is not None and self._job.want == want:
-                return
-            if self._job is not None:
-                self._job.cancel.set()
-            job = self._job = _Job(want)
-        reason = proj.method_unavailable(want[3])
-        if reason:
-            self._cancel_job()
-            self.status = f"{reason}; showing PCA"
-            return
-        self.progress = 0.0
-        self.status = f"{proj.METHOD_LABELS[want[3]]}: queued"
-        threading.Thread(
-            target=self._run_job, args=(job,), name="nbviz-projector", daemon=True
-        ).start()
-
-    def _run_job(self, job: _Job) -> None:
-        last = [0.0]
-
-        def progress(fraction: float, message: str) -> None:
-            now = time.monotonic()
-            if now - last[0] >= _PROGRESS_EVERY and not job.cancel.is_set():
-                last[0] = now
-                with self.hold_sync():
-                    self.progress = float(fraction)
-                    self.status = message
-
-        split, layer, step, method, params, align = job.want
-        try:
-            layout = proj.compute_layout(
-                self._run,
-                step,
-                split=split,
-                layer=layer,
-                method=method,
-                params=dict(params),
-                align=align,
-                progress=progress,
-                cancel=job.cancel,
-            )
-        except proj.ProjectionCancelled:
-            return
-        except Exception as exc:  # shown in the view: the PCA layout stays
-            with self._job_lock:
-                if self._job is job:
-                    self._job = None
-                    self.status = f"{proj.METHOD_LABELS[method]} failed: {exc}; showing PCA"
-            return
-        with self._lock:
-            with self._job_lock:
-                if self._job is not job:
-                    return
-            try:
-                with self.hold_sync():
-                    self.progress = 1.0
-                    self.status = ""
-                    if self._want(self.method) == job.want:
-                        self._put(layout)
-            finally:
-                with self._job_lock:
-                    if self._job is job:
-                        self._job = None
+    def _deliver(self, want: tuple[Any, ...], layout: proj.Layout) -> None:
+        """A background layout is done: shown if it is still what the view wants."""
+        if self._want(self.method) == want:
+            self._put(layout)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the background projection (if any) is done; True when it is."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with self._job_lock:
-                if self._job is None:
-                    return True
-            if deadline is not None and time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
+        return self._jobs.wait(timeout)
 
     # -- reacting ------------------------------------------------------------------------
 
@@ -557,8 +406,8 @@ class EmbeddingProjector(LiveView):
 
     def close(self) -> None:
         """Stop the background projection and following the run; close the view."""
-        if hasattr(self, "_job_lock"):  # not when __init__ refused its arguments
-            self._cancel_job()
+        if hasattr(self, "_jobs"):  # not when __init__ refused its arguments
+            self._jobs.cancel()
         if getattr(self, "gallery", None) is not None:
             self.gallery.close()
         super().close()

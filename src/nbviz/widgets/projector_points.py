@@ -1,0 +1,106 @@
+"""The projector's points on the wire: positions, and what colours them, ~12 bytes a point.
+
+A layout's finite points travel as float32 positions scaled into [-1, 1] and
+one byte (two past 254 classes) each for label, prediction, confidence and
+loss, the values of the predictions logged at the layout's step (or the latest
+evaluation before it), matched by id; ``missing`` (or 255) marks what is unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nbviz.widgets.wire import array_trait_payload
+
+__all__ = ["indices_of", "normalized", "point_arrays", "prediction_frame"]
+
+
+def normalized(coords: np.ndarray) -> np.ndarray:
+    """``coords`` shifted and scaled into [-1, 1] around the centre, aspect kept."""
+    if not len(coords):
+        return coords.astype(np.float32)
+    lo, hi = coords.min(axis=0), coords.max(axis=0)
+    centre = (lo + hi) / 2.0
+    half = float(np.max(hi - lo)) / 2.0 or 1.0
+    return ((coords - centre) / (half * 1.05)).astype(np.float32)
+
+
+def prediction_frame(run: Any, split: str, ids: np.ndarray, step: int) -> pd.DataFrame:
+    """label, pred, confidence, loss per id (NaN where unknown), from the evaluation at
+    or before ``step`` (else the first), labels from the logged samples where none."""
+    frame = pd.DataFrame({"id": ids})
+    evals = run.prediction_steps(split)
+    at = [int(s) for s in evals if s <= step]
+    if at or len(evals):
+        preds = run.predictions(at[-1] if at else int(evals[0]), split)
+        frame = frame.merge(preds.drop(columns=["step"]), on="id", how="left")
+    if "label" not in frame or frame["label"].isna().all():
+        stored = run.samples(None, split)[["id", "label"]]
+        frame = frame.drop(columns=["label"], errors="ignore").merge(stored, on="id", how="left")
+    for col in ("label", "pred", "loss", "confidence"):
+        if col not in frame:
+            frame[col] = np.nan
+    return frame
+
+
+def _n_classes(frame: pd.DataFrame) -> int:
+    top = 0.0
+    for col in ("label", "pred"):
+        values = frame[col].to_numpy(dtype=np.float64, na_value=np.nan)
+        if np.isfinite(values).any():
+            top = max(top, float(np.nanmax(values)))
+    return int(top) + 1
+
+
+def point_arrays(xy: np.ndarray, ids: np.ndarray, frame: pd.DataFrame) -> dict[str, Any]:
+    """The ``points`` payload of finite positions ``xy`` of ``ids``, coloured by ``frame``."""
+    n_classes = _n_classes(frame)
+    small = np.uint8 if n_classes < 255 else np.uint16
+    missing = np.iinfo(small).max
+    label = frame["label"].to_numpy(dtype=np.float64, na_value=np.nan)
+    pred = frame["pred"].to_numpy(dtype=np.float64, na_value=np.nan)
+    conf = frame["confidence"].to_numpy(dtype=np.float64, na_value=np.nan)
+    loss = frame["loss"].to_numpy(dtype=np.float64, na_value=np.nan)
+    loss_hi = float(np.nanpercentile(loss, 99)) if np.isfinite(loss).any() else 0.0
+    loss_hi = loss_hi if loss_hi > 0 else 1.0
+
+    def codes(values: np.ndarray) -> np.ndarray:
+        out = np.full(len(values), missing, dtype=small)
+        ok = np.isfinite(values)
+        out[ok] = values[ok].astype(small)
+        return out
+
+    def byte(values: np.ndarray) -> np.ndarray:
+        out = np.full(len(values), 255, dtype=np.uint8)  # 255: unknown
+        ok = np.isfinite(values)
+        out[ok] = np.clip(np.round(values[ok] * 254), 0, 254).astype(np.uint8)
+        return out
+
+    return {
+        "n": int(len(ids)),
+        "xy": array_trait_payload(normalized(xy), "<f4"),
+        "label": array_trait_payload(codes(label)),
+        "pred": array_trait_payload(codes(pred)),
+        "confidence": array_trait_payload(byte(conf)),
+        "loss": array_trait_payload(byte(np.log1p(np.maximum(loss, 0)) / np.log1p(loss_hi))),
+        "loss_max": loss_hi,
+        "n_classes": n_classes,
+        "missing": int(missing),
+        "has_predictions": bool(np.isfinite(pred).any()),
+        "ids_min": int(ids.min()) if len(ids) else 0,
+    }
+
+
+def indices_of(shown: np.ndarray, order: np.ndarray, ids: list[int]) -> np.ndarray:
+    """Point indices of ``ids`` among the points ``shown`` (``order`` is their argsort);
+    ids not on screen are skipped."""
+    if not len(shown) or not ids:
+        return np.zeros(0, dtype=np.uint32)
+    wanted = np.asarray(ids, dtype=np.int64)
+    pos = np.searchsorted(shown[order], wanted)
+    pos = np.clip(pos, 0, len(shown) - 1)
+    hit = shown[order][pos] == wanted
+    return np.sort(order[pos[hit]]).astype(np.uint32)
