@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anywidget
+import ipywidgets as W
 import traitlets
 
 from nbviz.widgets.export import save_html
@@ -29,6 +30,7 @@ __all__ = [
     "STATIC",
     "FrontendNotBuiltError",
     "NbvizWidget",
+    "child_view",
     "array_from_payload",
     "array_trait_payload",
     "esm",
@@ -93,3 +95,12 @@ class NbvizWidget(anywidget.AnyWidget):
         ``max_steps``, ``max_bytes``). Returns a ``PageInfo`` (path, size, notes).
         """
         return save_html(self, path, **kwargs)
+
+
+def child_view(cls: type[W.Widget]) -> traitlets.Instance:
+    """A synced trait holding a view shown inside another (``None`` until there is one).
+
+    The browser gets a reference to the child's model and renders it in place
+    (``js/lib/child.js``); the page writer follows the reference.
+    """
+    return traitlets.Instance(cls, allow_none=True).tag(sync=True, **W.widget_serialization)

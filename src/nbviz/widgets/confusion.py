@@ -23,15 +23,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import ipywidgets as W
 import numpy as np
 import pandas as pd
 import traitlets
 
 from nbviz.analysis import metrics
-from nbviz.widgets.base import array_trait_payload, esm
+from nbviz.widgets.base import array_trait_payload, child_view, esm
+from nbviz.widgets.checks import check_choice, check_int, check_split
 from nbviz.widgets.gallery import SampleGallery
-from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.live import (
+    LiveView,
+    followed_step,
+    linked_step,
+    opening_step,
+    reacts_to,
+    view_css,
+)
 
 __all__ = ["ConfusionMatrix"]
 
@@ -60,9 +67,7 @@ class ConfusionMatrix(LiveView):
 
     _esm = esm("confusion")
 
-    step = traitlets.Int(
-        0, help="Linked step; the evaluation shown is the latest at or before it."
-    ).tag(sync=True)
+    step = linked_step("Linked step; the evaluation shown is the latest at or before it.")
     split = traitlets.Unicode("val").tag(sync=True)
     normalize = traitlets.Enum(NORMALIZE, default_value="counts").tag(sync=True)
     selected = traitlets.List(
@@ -93,9 +98,7 @@ class ConfusionMatrix(LiveView):
     selected_flip = traitlets.Enum(
         FLIPS, default_value="", help="'to_wrong' or 'to_right': show those flipped samples."
     ).tag(sync=True)
-    gallery = traitlets.Instance(SampleGallery, allow_none=True).tag(
-        sync=True, **W.widget_serialization
-    )
+    gallery = child_view(SampleGallery)
 
     def __init__(
         self,
@@ -108,28 +111,18 @@ class ConfusionMatrix(LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
-        if compare_step is not None and (
-            isinstance(compare_step, bool) or not isinstance(compare_step, (int, np.integer))
-        ):
-            raise TypeError(f"ConfusionMatrix: compare_step must be an int, got {compare_step!r}")
-        if not isinstance(split, str) or not split:
-            raise ValueError(f"ConfusionMatrix: split must be a non-empty string, got {split!r}")
-        if normalize not in NORMALIZE:
-            raise ValueError(
-                f"ConfusionMatrix: normalize must be one of {', '.join(map(repr, NORMALIZE))}, "
-                f"got {normalize!r}"
-            )
+        check_int("ConfusionMatrix", "compare_step", compare_step)
+        check_split("ConfusionMatrix", split)
+        check_choice("ConfusionMatrix", "normalize", normalize, NORMALIZE)
         splits = run.splits()
         if splits and split not in splits:
             raise ValueError(
                 f"ConfusionMatrix: no predictions for split {split!r} in {run.name}; "
                 f"splits with predictions: {', '.join(map(repr, splits))}"
             )
-        if step is not None and (isinstance(step, bool) or not isinstance(step, (int, np.integer))):
-            raise TypeError(f"ConfusionMatrix: step must be an int, got {step!r}")
+        check_int("ConfusionMatrix", "step", step)
         super().__init__(**kwargs)
         self._run = run
-        self._ready = False
         self._preds: pd.DataFrame | None = None
         self._flips: metrics.Flips | None = None
         self._init_live([run], live)
@@ -139,9 +132,7 @@ class ConfusionMatrix(LiveView):
             self.normalize = normalize
             self.compare_step = -1 if compare_step is None else int(compare_step)
             self._read_steps()
-            self.step = (
-                int(self._steps[-1]) if step is None and len(self._steps) else int(step or 0)
-            )
+            self.step = opening_step(step, self._steps)
             self.gallery = SampleGallery(
                 run, ids=[], split=split, step=self.step, live=False, page_size=24
             )
@@ -190,33 +181,21 @@ class ConfusionMatrix(LiveView):
             )
         return [int(v) for v in value]
 
-    @traitlets.observe("step")
+    @reacts_to("step", "compare_step")
     def _on_step(self, change: Any) -> None:
-        if self._ready:
-            with self._lock, self.hold_sync():
-                self._fill()
+        self._fill()
 
-    @traitlets.observe("selected")
+    @reacts_to("selected")
     def _on_selected(self, change: Any) -> None:
-        if self._ready:
-            with self._lock, self.hold_sync():
-                if self.selected:
-                    self.selected_flip = ""
-                self._fill_selection()
+        if self.selected:
+            self.selected_flip = ""
+        self._fill_selection()
 
-    @traitlets.observe("selected_flip")
+    @reacts_to("selected_flip")
     def _on_selected_flip(self, change: Any) -> None:
-        if self._ready:
-            with self._lock, self.hold_sync():
-                if self.selected_flip:
-                    self.selected = []
-                self._fill_selection()
-
-    @traitlets.observe("compare_step")
-    def _on_compare(self, change: Any) -> None:
-        if self._ready:
-            with self._lock, self.hold_sync():
-                self._fill()
+        if self.selected_flip:
+            self.selected = []
+        self._fill_selection()
 
     def compare_with(self, step: int) -> dict[str, Any]:
         """Compare the evaluation in view with the one at or before ``step``; the counts."""
@@ -238,16 +217,15 @@ class ConfusionMatrix(LiveView):
         return list(self.selected_ids)
 
     def _rebuild(self) -> None:
-        old_last = int(self._steps[-1]) if len(self._steps) else None
+        before = self._steps
         self._read_steps()
-        if len(self._steps) and (old_last is None or self.step >= old_last):
-            self.step = int(self._steps[-1])  # was showing the newest: keep following it
+        self.step = followed_step(self.step, before, self._steps)
         self._fill()
 
     # -- state ---------------------------------------------------------------------------
 
     def _fill(self) -> None:
-        at = metrics.evaluation_at(self._steps, self.step) if len(self._steps) else None
+        at = metrics.evaluation_at(self._steps, self.step)
         if at is None:
             self._preds = None
             self._flips = None
@@ -348,10 +326,8 @@ class ConfusionMatrix(LiveView):
         super().close()
 
 
-ConfusionMatrix._css = (
-    ConfusionMatrix._css
-    + TRAINING_CSS
-    + """
+ConfusionMatrix._css = view_css(
+    """
 .nbviz-cm-main { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
 .nbviz-cm-scroll { max-width: 100%; max-height: 640px; overflow: auto; position: relative;
   border: 1px solid var(--jp-border-color2, #e0e0e0); }

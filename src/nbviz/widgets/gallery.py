@@ -29,7 +29,15 @@ import traitlets
 
 from nbviz.analysis.metrics import evaluation_at
 from nbviz.widgets.base import array_trait_payload, esm
-from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.checks import check_choice, check_split
+from nbviz.widgets.live import (
+    LiveView,
+    followed_step,
+    linked_step,
+    opening_step,
+    reacts_to,
+    view_css,
+)
 from nbviz.widgets.samples import capture_arrays, class_name, sample_payload
 
 __all__ = ["SampleGallery"]
@@ -81,9 +89,7 @@ class SampleGallery(LiveView):
 
     _esm = esm("gallery")
 
-    step = traitlets.Int(
-        0, help="Linked step; the evaluation shown is the latest at or before it."
-    ).tag(sync=True)
+    step = linked_step("Linked step; the evaluation shown is the latest at or before it.")
     ids = traitlets.List(traitlets.Int(), help="Sample ids in the gallery, in order.").tag(
         sync=True
     )
@@ -121,16 +127,10 @@ class SampleGallery(LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
-        if sort_by not in SORTS:
-            raise ValueError(
-                f"SampleGallery: sort_by must be one of {', '.join(map(repr, SORTS))}, "
-                f"got {sort_by!r}"
-            )
-        if not isinstance(split, str) or not split:
-            raise ValueError(f"SampleGallery: split must be a non-empty string, got {split!r}")
+        check_choice("SampleGallery", "sort_by", sort_by, SORTS)
+        check_split("SampleGallery", split)
         super().__init__(**kwargs)
         self._run = run
-        self._ready = False
         self._frames: dict[int, pd.DataFrame] = {}
         self._probs: dict[int, tuple[dict[int, int], np.ndarray] | None] = {}
         self._init_live([run], live)
@@ -145,9 +145,7 @@ class SampleGallery(LiveView):
                 self.ids = [int(i) for i in (stored if len(stored) else self._evaluated_ids())]
             else:
                 self.ids = _ids_list(ids, "SampleGallery")
-            self.step = (
-                int(self._steps[-1]) if step is None and len(self._steps) else int(step or 0)
-            )
+            self.step = opening_step(step, self._steps)
             self._ready = True
             self._fill()
 
@@ -190,31 +188,24 @@ class SampleGallery(LiveView):
     def _check_page(self, proposal: Any) -> int:
         return max(0, int(proposal["value"]))
 
-    @traitlets.observe("step", "ids", "sort_by", "descending", "page_size", "split")
+    @reacts_to("step", "ids", "sort_by", "descending", "page_size", "split")
     def _on_change(self, change: Any) -> None:
-        if not self._ready:
-            return
-        with self._lock, self.hold_sync():
-            if change["name"] == "split":
-                self._frames.clear()
-                self._read_run()
-            if change["name"] in ("ids", "sort_by", "descending", "page_size", "split"):
-                self.page = 0
-            self._fill()
-            if change["name"] in ("step", "split"):
-                self._fill_detail()
+        if change["name"] == "split":
+            self._frames.clear()
+            self._read_run()
+        if change["name"] in ("ids", "sort_by", "descending", "page_size", "split"):
+            self.page = 0
+        self._fill()
+        if change["name"] in ("step", "split"):
+            self._fill_detail()
 
-    @traitlets.observe("page")
+    @reacts_to("page", hold=False)
     def _on_page(self, change: Any) -> None:
-        if self._ready:
-            with self._lock:
-                self._fill()
+        self._fill()
 
-    @traitlets.observe("detail_id")
+    @reacts_to("detail_id", hold=False)
     def _on_detail(self, change: Any) -> None:
-        if self._ready:
-            with self._lock:
-                self._fill_detail()
+        self._fill_detail()
 
     def capture(self, model: Any, sample: Any, **options: Any) -> dict[str, Any]:
         """Record the open sample's activations (``run.capture``) and show them.
@@ -240,10 +231,9 @@ class SampleGallery(LiveView):
         return dict(self.detail)
 
     def _rebuild(self) -> None:
-        old_last = int(self._steps[-1]) if len(self._steps) else None
+        before = self._steps
         self._read_run()
-        if len(self._steps) and (old_last is None or self.step >= old_last):
-            self.step = int(self._steps[-1])  # was showing the newest: keep following it
+        self.step = followed_step(self.step, before, self._steps)
         self._fill()
         self._fill_detail()
 
@@ -252,7 +242,7 @@ class SampleGallery(LiveView):
     def ordered_ids(self) -> list[int]:
         """Every id of the gallery in the order shown (after ``sort_by``)."""
         ids = np.asarray(self.ids, dtype=np.int64)
-        at = evaluation_at(self._steps, self.step) if len(self._steps) else None
+        at = evaluation_at(self._steps, self.step)
         if self.sort_by == "given" or at is None or not len(ids):
             return ids.tolist()
         frame = self._frame(at)
@@ -262,7 +252,7 @@ class SampleGallery(LiveView):
         return ids[np.lexsort((np.arange(len(ids)), key))].tolist()
 
     def _fill(self) -> None:
-        at = evaluation_at(self._steps, self.step) if len(self._steps) else None
+        at = evaluation_at(self._steps, self.step)
         self.eval_step = -1 if at is None else at
         ordered = self.ordered_ids()
         self.n_pages = -(-len(ordered) // self.page_size)
@@ -393,7 +383,7 @@ class SampleGallery(LiveView):
         if id < 0:
             self.detail = {}
             return
-        at = evaluation_at(self._steps, self.step) if len(self._steps) else None
+        at = evaluation_at(self._steps, self.step)
         out: dict[str, Any] = {"id": id, "kind": "", "evaluated": False, "step": -1}
         label = None
         if id in set(self._stored.tolist()):
@@ -432,10 +422,8 @@ class SampleGallery(LiveView):
         self.detail = out
 
 
-SampleGallery._css = (
-    SampleGallery._css
-    + TRAINING_CSS
-    + """
+SampleGallery._css = view_css(
+    """
 .nbviz-gallery-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(128px, 1fr));
   gap: 8px; }
 .nbviz-gallery-card { border: 1px solid var(--jp-border-color2, #e0e0e0); border-radius: 4px;

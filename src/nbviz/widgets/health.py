@@ -18,7 +18,7 @@ from typing import Any
 import traitlets
 
 from nbviz.widgets.base import esm
-from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.live import LiveView, linked_step, view_css
 
 __all__ = ["HealthReport", "badges_of"]
 
@@ -64,9 +64,7 @@ class HealthReport(LiveView):
 
     _esm = esm("health")
 
-    step = traitlets.Int(0, help="Linked step; a clicked finding sets it to its step.").tag(
-        sync=True
-    )
+    step = linked_step("Linked step; a clicked finding sets it to its step.")
     layer = traitlets.Unicode("", help="Layer of the clicked finding.").tag(sync=True)
     selected = traitlets.Int(-1, help="Index of the clicked finding in `findings`.").tag(sync=True)
     show_info = traitlets.Bool(True, help="List info findings too.").tag(sync=True)
@@ -135,10 +133,8 @@ class HealthReport(LiveView):
         )
 
 
-HealthReport._css = (
-    HealthReport._css
-    + TRAINING_CSS
-    + """
+HealthReport._css = view_css(
+    """
 .nbviz-hr-list { list-style: none; margin: 0; padding: 0; max-height: 360px; overflow: auto; }
 .nbviz-hr-item { padding: 4px 6px; border-bottom: 1px solid var(--jp-border-color2, #e0e0e0);
   cursor: pointer; }

@@ -16,7 +16,8 @@ import traitlets
 
 from nbviz.store import MissingStepError
 from nbviz.widgets.base import array_trait_payload, esm
-from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.checks import check_choice, check_known
+from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 from nbviz.widgets.sampling import count_text, evenly
 
 __all__ = ["Histograms", "common_bins"]
@@ -74,7 +75,7 @@ class Histograms(LiveView):
 
     _esm = esm("histograms")
 
-    step = traitlets.Int(0, help="Linked step, highlighted in both plots.").tag(sync=True)
+    step = linked_step("Linked step, highlighted in both plots.")
     signal = traitlets.Enum(tuple(SIGNALS), default_value="weights").tag(sync=True)
     layer = traitlets.Unicode("", help="The layer or parameter shown.").tag(sync=True)
     layer_choices = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -95,14 +96,10 @@ class Histograms(LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
-        if signal not in SIGNALS:
-            raise ValueError(
-                f"Histograms: signal must be one of {', '.join(map(repr, SIGNALS))}, got {signal!r}"
-            )
+        check_choice("Histograms", "signal", signal, SIGNALS)
         super().__init__(**kwargs)
         self._run = run
         self._steps = np.zeros(0, dtype=np.int64)
-        self._ready = False
         self._init_live([run], live)
         with self._lock, self.hold_sync():
             self.signal = signal
@@ -160,33 +157,21 @@ class Histograms(LiveView):
     @traitlets.validate("layer")
     def _check_layer(self, proposal: Any) -> str:
         name = proposal["value"]
-        if name and self.layer_choices and name not in self.layer_choices:
-            raise traitlets.TraitError(
-                f"Histograms.layer: no {self.signal} histograms for {name!r}; choose one of "
-                f"{', '.join(self.layer_choices)}"
-            )
-        return name
+        if not self.layer_choices:
+            return name
+        problem = f"Histograms.layer: no {self.signal} histograms for {name!r}"
+        return check_known(name, self.layer_choices, problem, "choose one of ")
 
-    @traitlets.observe("signal")
-    def _on_signal(self, change: Any) -> None:
-        if self._ready:
-            with self._lock, self.hold_sync():
-                self._choose_layers()
-                self._fill()
-                self._fill_current()
+    @reacts_to("signal", "layer")
+    def _on_choice(self, change: Any) -> None:
+        if change["name"] == "signal":
+            self._choose_layers()
+        self._fill()
+        self._fill_current()
 
-    @traitlets.observe("layer")
-    def _on_layer(self, change: Any) -> None:
-        if self._ready:
-            with self._lock, self.hold_sync():
-                self._fill()
-                self._fill_current()
-
-    @traitlets.observe("step")
+    @reacts_to("step", hold=False)
     def _on_step(self, change: Any) -> None:
-        if self._ready:
-            with self._lock:
-                self._fill_current()
+        self._fill_current()
 
     # -- data ----------------------------------------------------------------------------
 
@@ -241,10 +226,8 @@ class Histograms(LiveView):
         }
 
 
-Histograms._css = (
-    Histograms._css
-    + TRAINING_CSS
-    + """
+Histograms._css = view_css(
+    """
 .nbviz-hist-plots { display: flex; flex-wrap: wrap; gap: 12px; }
 .nbviz-hist-plot { display: flex; flex-direction: column; }
 .nbviz-hist-title { font-weight: 600; font-size: 0.92em; }

@@ -31,9 +31,10 @@ from typing import Any
 import traitlets
 
 from nbviz.widgets.base import array_from_payload, esm
+from nbviz.widgets.checks import check_split
 from nbviz.widgets.layer_detail import HistogramsAtStep, dead_map, stats_detail
 from nbviz.widgets.layer_table import layer_rows, recorded_layers, sparklines, values_at
-from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 from nbviz.widgets.unit_explorer import UnitExplorer
 
 __all__ = ["LayerBrowser"]
@@ -60,9 +61,7 @@ class LayerBrowser(LiveView):
 
     _esm = esm("layer_browser")
 
-    step = traitlets.Int(0, help="Linked step; values and histograms are at this step.").tag(
-        sync=True
-    )
+    step = linked_step("Linked step; values and histograms are at this step.")
     selected_layer = traitlets.Unicode("", help="The layer whose detail is open.").tag(sync=True)
     badges = traitlets.Dict(help="{layer: [severity, text]}: findings shown beside layers.").tag(
         sync=True
@@ -106,8 +105,7 @@ class LayerBrowser(LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
-        if not isinstance(split, str) or not split:
-            raise ValueError(f"LayerBrowser: split must be a non-empty string, got {split!r}")
+        check_split("LayerBrowser", split)
         super().__init__(**kwargs)
         self._run = run
         self.split = split
@@ -122,6 +120,7 @@ class LayerBrowser(LiveView):
             ]
             self.step = max(ends, default=0)
             self._rebuild()
+            self._ready = True
             if selected_layer:
                 self.selected_layer = selected_layer
 
@@ -188,41 +187,31 @@ class LayerBrowser(LiveView):
 
     # -- the step ------------------------------------------------------------------------
 
-    @traitlets.observe("step")
+    @reacts_to("step")
     def _on_step(self, change: Any) -> None:
-        if not hasattr(self, "_rows"):
-            return
-        with self._lock, self.hold_sync():
-            self._fill_current()
-            if self.selected_layer:
-                self._fill_detail_at()
-                self._fill_units()
-                if self._dead_window is not None and not (
-                    self._dead_window[0] <= self.step <= self._dead_window[1]
-                ):
-                    self._fill_dead_map(self.selected_layer)
+        self._fill_current()
+        if self.selected_layer:
+            self._fill_detail_at()
+            self._fill_units()
+            if self._dead_window is not None and not (
+                self._dead_window[0] <= self.step <= self._dead_window[1]
+            ):
+                self._fill_dead_map(self.selected_layer)
 
     # -- the selected layer --------------------------------------------------------------
 
-    @traitlets.observe("selected_layer")
+    @reacts_to("selected_layer")
     def _on_select(self, change: Any) -> None:
-        if not hasattr(self, "_rows"):
-            return
-        with self._lock, self.hold_sync():
-            self.unit = -1
-            self._fill_detail()
+        self.unit = -1
+        self._fill_detail()
 
-    @traitlets.observe("unit")
+    @reacts_to("unit", hold=False)
     def _on_unit(self, change: Any) -> None:
-        if hasattr(self, "_rows"):
-            with self._lock:
-                self._fill_units()
+        self._fill_units()
 
-    @traitlets.observe("map_id")
+    @reacts_to("map_id", hold=False)
     def _on_map_id(self, change: Any) -> None:
-        if hasattr(self, "_rows"):
-            with self._lock:
-                self._fill_sample_maps()
+        self._fill_sample_maps()
 
     def _row(self, name: str) -> dict[str, Any] | None:
         return next((r for r in self._rows if r["name"] == name), None)
@@ -287,10 +276,8 @@ class LayerBrowser(LiveView):
         return out
 
 
-LayerBrowser._css = (
-    LayerBrowser._css
-    + TRAINING_CSS
-    + """
+LayerBrowser._css = view_css(
+    """
 .nbviz-lb { display: flex; flex-direction: column; gap: 8px; }
 .nbviz-lb-table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
 .nbviz-lb-table th { text-align: left; font-weight: 600; padding: 2px 8px;

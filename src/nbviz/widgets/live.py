@@ -18,11 +18,12 @@ thread exits when nothing is followed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,12 +37,18 @@ from nbviz.widgets.base import NbvizWidget
 
 __all__ = [
     "POLL_INTERVAL",
+    "TRAINING_CSS",
     "LiveView",
     "RunIndex",
     "Series",
     "follow",
+    "followed_step",
     "following",
+    "linked_step",
+    "opening_step",
+    "reacts_to",
     "unfollow",
+    "view_css",
 ]
 
 POLL_INTERVAL = 0.4
@@ -310,13 +317,34 @@ def _loop() -> None:
 # -- the base of the training views ------------------------------------------------------
 
 
+def linked_step(help: str) -> traitlets.Int:
+    """The synced ``step`` of a view with a time axis: what a Dashboard's scrubber moves."""
+    return traitlets.Int(0, help=help).tag(sync=True)
+
+
+def opening_step(step: int | None, steps: Sequence[int]) -> int:
+    """The step a view opens at: ``step`` when given, else the latest of ``steps`` (or 0)."""
+    return int(steps[-1]) if step is None and len(steps) else int(step or 0)
+
+
+def followed_step(step: int, before: Sequence[int], after: Sequence[int]) -> int:
+    """The step a view shows once its run grew from ``before`` to ``after`` (sorted steps):
+    the newest when it showed the newest (or there was none), else ``step``."""
+    if len(after) and (not len(before) or step >= int(before[-1])):
+        return int(after[-1])
+    return step
+
+
 class LiveView(NbvizWidget):
     """A view of one or more runs that follows them while ``live`` (the default).
 
     Subclasses build their state in ``_rebuild()`` (under ``self._lock``) and
     get it called again from the poller thread when the run grew; ``close()``
-    stops following.
+    stops following. ``_ready`` turns True once the constructor has built the
+    view: methods decorated with :func:`reacts_to` wait for it.
     """
+
+    _ready = False
 
     empty = traitlets.Unicode(
         "", help="Readable message shown instead of the view when there is nothing to show yet."
@@ -352,6 +380,33 @@ class LiveView(NbvizWidget):
         super().close()
 
 
+Reaction = Callable[[Any, Any], None]
+
+
+def reacts_to(*names: str, hold: bool = True) -> Callable[[Reaction], Any]:
+    """Observe the traits ``names`` of a :class:`LiveView` once it is built (``_ready``).
+
+    The method runs under the view's lock (so the poller's rebuild waits) and,
+    with ``hold``, inside ``hold_sync()``: what it changes reaches the browser in
+    one message. Changes made while the constructor builds the view are left to
+    the constructor, which fills everything once.
+    """
+
+    def decorate(method: Reaction) -> Any:
+        def react(self: Any, change: Any) -> None:
+            if not self._ready:
+                return
+            with self._lock, self.hold_sync() if hold else contextlib.nullcontext():
+                method(self, change)
+
+        react.__name__ = method.__name__
+        react.__qualname__ = method.__qualname__
+        react.__doc__ = method.__doc__
+        return traitlets.observe(*names)(react)
+
+    return decorate
+
+
 #: Style shared by the training views (toolbars, swatches, small tables).
 TRAINING_CSS = """
 .nbviz-toolbar { display: flex; flex-wrap: wrap; align-items: center; gap: 0.4em 1em;
@@ -372,3 +427,8 @@ TRAINING_CSS = """
 .nbviz-badge-error { background: #ffebee; color: #b71c1c; }
 .nbviz canvas { display: block; }
 """
+
+
+def view_css(own: str) -> str:
+    """The style of a training view: the shared look and :data:`TRAINING_CSS`, then ``own``."""
+    return NbvizWidget._css + TRAINING_CSS + own

@@ -23,7 +23,8 @@ import numpy as np
 import traitlets
 
 from nbviz.widgets.base import array_trait_payload, esm, steps_payload
-from nbviz.widgets.live import TRAINING_CSS, LiveView, Series
+from nbviz.widgets.checks import check_known
+from nbviz.widgets.live import LiveView, Series, linked_step, view_css
 from nbviz.widgets.sampling import count_text
 from nbviz.widgets.wire import floats_payload
 
@@ -130,7 +131,7 @@ class LossCurves(LiveView):
 
     _esm = esm("loss_curves")
 
-    step = traitlets.Int(0, help="Linked step, marked on every panel.").tag(sync=True)
+    step = linked_step("Linked step, marked on every panel.")
     highlight = traitlets.Unicode("", help="Run name drawn in front; '' for none.").tag(sync=True)
     log_y = traitlets.Bool(False, help="Logarithmic value axis.").tag(sync=True)
     smoothing = traitlets.Float(0.6, help="EMA weight in [0, 1); 0 shows the raw series.").tag(
@@ -168,11 +169,9 @@ class LossCurves(LiveView):
     @traitlets.validate("highlight")
     def _check_highlight(self, proposal: Any) -> str:
         name = proposal["value"]
-        if name and name not in self.runs:
-            raise traitlets.TraitError(
-                f"LossCurves.highlight: no run named {name!r}; runs: {', '.join(self.runs)}"
-            )
-        return name
+        return check_known(
+            name, self.runs, f"LossCurves.highlight: no run named {name!r}", "runs: "
+        )
 
     @traitlets.validate("smoothing")
     def _check_smoothing(self, proposal: Any) -> float:
@@ -288,10 +287,8 @@ def _unique_names(runs: list[Any]) -> list[str]:
     return out
 
 
-LossCurves._css = (
-    LossCurves._css
-    + TRAINING_CSS
-    + """
+LossCurves._css = view_css(
+    """
 .nbviz-lc-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(360px, 1fr));
   gap: 10px; }
 .nbviz-lc-panel { min-width: 0; }

@@ -28,7 +28,8 @@ import traitlets
 from nbviz.analysis.profile import MODULE_COLUMNS, Profile, overhead_text
 from nbviz.store import Reader
 from nbviz.widgets.base import esm
-from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.checks import check_int, check_known
+from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 
 __all__ = ["Profiler"]
 
@@ -71,9 +72,7 @@ class Profiler(LiveView):
 
     _esm = esm("profiler")
 
-    step = traitlets.Int(0, help="Linked step: the profile stored at or before it is shown.").tag(
-        sync=True
-    )
+    step = linked_step("Linked step: the profile stored at or before it is shown.")
     profile = traitlets.Dict(help="The payload of the profile shown.").tag(sync=True)
     profile_steps = traitlets.List(traitlets.Int(), help="Steps with a stored profile.").tag(
         sync=True
@@ -103,8 +102,7 @@ class Profiler(LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
-        if step is not None and (isinstance(step, bool) or not isinstance(step, (int, np.integer))):
-            raise TypeError(f"Profiler: step must be an int, got {step!r}")
+        check_int("Profiler", "step", step)
         super().__init__(**kwargs)
         self._name = name
         self._run: Any = None
@@ -141,6 +139,7 @@ class Profiler(LiveView):
                     step = steps_now[-1]
             self.step = int(step or 0)
             self._rebuild()
+            self._ready = True
 
     # ------------------------------------------------------------ reading
     @property
@@ -180,18 +179,15 @@ class Profiler(LiveView):
     def _check_zoom(self, proposal: Any) -> str:
         name = proposal["value"]
         names = [m["name"] for m in self.profile.get("modules", [])]
-        if name and names and name not in names:
-            raise traitlets.TraitError(
-                f"Profiler.zoom: no module {name!r} in this profile; modules: "
-                f"{', '.join(n for n in names if n)[:300]}"
-            )
-        return name
+        if not names:
+            return name
+        problem = f"Profiler.zoom: no module {name!r} in this profile"
+        return check_known(name, names, problem, "modules: ", limit=300)
 
-    @traitlets.observe("step")
+    @reacts_to("step")
     def _on_step(self, change: Any) -> None:
-        if self._run is not None and getattr(self, "_known_steps", None) is not None:
-            with self._lock, self.hold_sync():
-                self._show_at(change["new"])
+        if self._run is not None:
+            self._show_at(change["new"])
 
     def _on_run_grew(self) -> None:
         if self._run is not None and self._stored_steps() != self._known_steps:
@@ -260,10 +256,8 @@ class Profiler(LiveView):
         return f"<nbviz Profiler: {'nothing shown' if shown is None else f'step {shown}'}>"
 
 
-Profiler._css = (
-    Profiler._css
-    + TRAINING_CSS
-    + """
+Profiler._css = view_css(
+    """
 .nbviz-prof { display: flex; flex-direction: column; gap: 10px; }
 .nbviz-prof-head { display: flex; flex-wrap: wrap; gap: 0.4em 1.2em; align-items: baseline; }
 .nbviz-prof-title { font-weight: 600; }

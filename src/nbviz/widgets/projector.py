@@ -22,15 +22,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import ipywidgets as W
 import numpy as np
 import pandas as pd
 import traitlets
 
 from nbviz.analysis import projection as proj
-from nbviz.widgets.base import array_from_payload, array_trait_payload, esm
+from nbviz.widgets.base import array_from_payload, array_trait_payload, child_view, esm
+from nbviz.widgets.checks import check_choice, check_int, check_split
 from nbviz.widgets.gallery import SampleGallery
-from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.live import LiveView, linked_step, opening_step, reacts_to, view_css
 from nbviz.widgets.projector_job import Job, LayoutJobs
 from nbviz.widgets.projector_points import (
     indices_of,
@@ -72,9 +72,7 @@ class EmbeddingProjector(LiveView):
 
     _esm = esm("projector")
 
-    step = traitlets.Int(0, help="Linked step; the latest embedding at or before it is shown.").tag(
-        sync=True
-    )
+    step = linked_step("Linked step; the latest embedding at or before it is shown.")
     split = traitlets.Unicode("val").tag(sync=True)
     layer = traitlets.Unicode("").tag(sync=True)
     layers = traitlets.List(traitlets.Unicode(), help="Layers with embeddings.").tag(sync=True)
@@ -106,9 +104,7 @@ class EmbeddingProjector(LiveView):
     highlight = traitlets.Dict(help="Point indices of highlight_ids (binary).").tag(sync=True)
     hover_index = traitlets.Int(-1, help="Point under the pointer (-1: none).").tag(sync=True)
     hover_sample = traitlets.Dict(help="The sample of the point under the pointer.").tag(sync=True)
-    gallery = traitlets.Instance(SampleGallery, allow_none=True).tag(
-        sync=True, **W.widget_serialization
-    )
+    gallery = child_view(SampleGallery)
 
     def __init__(
         self,
@@ -124,20 +120,10 @@ class EmbeddingProjector(LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
-        if method not in proj.METHODS:
-            raise ValueError(
-                f"EmbeddingProjector: method must be one of {', '.join(map(repr, proj.METHODS))}, "
-                f"got {method!r}"
-            )
-        if color_by not in COLOR_BY:
-            raise ValueError(
-                f"EmbeddingProjector: color_by must be one of {', '.join(map(repr, COLOR_BY))}, "
-                f"got {color_by!r}"
-            )
-        if not isinstance(split, str) or not split:
-            raise ValueError(f"EmbeddingProjector: split must be a non-empty string, got {split!r}")
-        if step is not None and (isinstance(step, bool) or not isinstance(step, (int, np.integer))):
-            raise TypeError(f"EmbeddingProjector: step must be an int, got {step!r}")
+        check_choice("EmbeddingProjector", "method", method, proj.METHODS)
+        check_choice("EmbeddingProjector", "color_by", color_by, COLOR_BY)
+        check_split("EmbeddingProjector", split)
+        check_int("EmbeddingProjector", "step", step)
         resolved = proj.resolve_params(method, params)
         layers = run.embedding_layers(split, "embedding")
         if layer is not None and layers and layer not in layers:
@@ -147,7 +133,6 @@ class EmbeddingProjector(LiveView):
             )
         super().__init__(**kwargs)
         self._run = run
-        self._ready = False
         self._ids = np.zeros(0, dtype=np.int64)  # ids of the points on screen, in order
         self._order = np.zeros(0, dtype=np.int64)  # argsort of _ids, for id -> index
         self._frame: pd.DataFrame | None = None
@@ -164,7 +149,7 @@ class EmbeddingProjector(LiveView):
             self.layer = layer or (layers[0] if layers else "")
             self._read_steps()
             steps = self.embedding_steps
-            self.step = int(steps[-1]) if step is None and steps else int(step or 0)
+            self.step = opening_step(step, steps)
             self._ready = True
             self._show()
 
@@ -317,21 +302,17 @@ class EmbeddingProjector(LiveView):
             self._ready = True
             self._show()
 
-    @traitlets.observe("step", "params", "align")
+    @reacts_to("step", "params", "align")
     def _on_change(self, change: Any) -> None:
-        with self._lock, self.hold_sync():
-            self._show()
+        self._show()
 
-    @traitlets.observe("layer", "split")
+    @reacts_to("layer", "split")
     def _on_source(self, change: Any) -> None:
-        if not self._ready:
-            return
-        with self._lock, self.hold_sync():
-            self._read_steps()
-            self._shown_key = None
-            if self.gallery is not None:
-                self.gallery.split = self.split
-            self._show()
+        self._read_steps()
+        self._shown_key = None
+        if self.gallery is not None:
+            self.gallery.split = self.split
+        self._show()
 
     @traitlets.observe("picked")
     def _on_picked(self, change: Any) -> None:
@@ -413,10 +394,8 @@ class EmbeddingProjector(LiveView):
         super().close()
 
 
-EmbeddingProjector._css = (
-    EmbeddingProjector._css
-    + TRAINING_CSS
-    + """
+EmbeddingProjector._css = view_css(
+    """
 .nbviz-projector-stage { position: relative; width: 100%; height: 460px;
   border: 1px solid var(--jp-border-color2, #e0e0e0); border-radius: 4px; overflow: hidden;
   background: var(--jp-layout-color1, #fff); }

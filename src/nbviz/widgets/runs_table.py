@@ -21,7 +21,8 @@ import numpy as np
 import traitlets
 
 from nbviz.widgets.base import esm
-from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.checks import check_known
+from nbviz.widgets.live import LiveView, view_css
 from nbviz.widgets.loss_curves import _unique_names, split_name
 
 __all__ = ["RunsTable", "better", "flatten_config", "summarise"]
@@ -118,21 +119,17 @@ class RunsTable(LiveView):
     @traitlets.validate("selected")
     def _check_selected(self, proposal: Any) -> str:
         name = proposal["value"]
-        if name and name not in self._names:
-            raise traitlets.TraitError(
-                f"RunsTable.selected: no run named {name!r}; runs: {', '.join(self._names)}"
-            )
-        return name
+        return check_known(
+            name, self._names, f"RunsTable.selected: no run named {name!r}", "runs: "
+        )
 
     @traitlets.validate("sort_by")
     def _check_sort(self, proposal: Any) -> str:
         key = proposal["value"]
         keys = [c["key"] for c in self.columns]
-        if key and keys and key not in keys:
-            raise traitlets.TraitError(
-                f"RunsTable.sort_by: no column {key!r}; columns: {', '.join(keys)}"
-            )
-        return key
+        if not keys:
+            return key
+        return check_known(key, keys, f"RunsTable.sort_by: no column {key!r}", "columns: ")
 
     def link(self, curves: Any) -> RunsTable:
         """Highlight the selected run in ``curves`` (a LossCurves of the same runs)."""
@@ -195,10 +192,8 @@ def _metric_order(name: str) -> tuple[int, str, str]:
     return rank, stem.lower(), split
 
 
-RunsTable._css = (
-    RunsTable._css
-    + TRAINING_CSS
-    + """
+RunsTable._css = view_css(
+    """
 .nbviz-rt-scroll { overflow: auto; max-height: 420px; }
 .nbviz-rt-table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
 .nbviz-rt-table th, .nbviz-rt-table td { padding: 2px 8px; text-align: right;

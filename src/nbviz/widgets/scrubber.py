@@ -15,7 +15,7 @@ import numpy as np
 import traitlets
 
 from nbviz.widgets.base import array_from_payload, esm, steps_payload
-from nbviz.widgets.live import TRAINING_CSS, LiveView
+from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 from nbviz.widgets.wire import floats_payload
 
 __all__ = ["StepScrubber"]
@@ -38,11 +38,8 @@ class StepScrubber(LiveView):
     """
 
     _esm = esm("scrubber")
-    _css = LiveView._css + TRAINING_CSS
 
-    step = traitlets.Int(0, help="The current step (any int; the slider shows the nearest).").tag(
-        sync=True
-    )
+    step = linked_step("The current step (any int; the slider shows the nearest).")
     positions = traitlets.Dict(help="Recorded steps, sorted (binary array payload).").tag(sync=True)
     scalars_at = traitlets.Dict(
         help="The scalars at the step: names, steps they were logged at, values (binary)."
@@ -64,6 +61,7 @@ class StepScrubber(LiveView):
             if len(self._positions):
                 self.step = int(self._positions[-1])
             self._update_scalars()
+            self._ready = True
 
     @traitlets.validate("fps")
     def _check_fps(self, proposal: Any) -> float:
@@ -96,11 +94,9 @@ class StepScrubber(LiveView):
                 self.step = int(self._positions[-1])
         self._update_scalars()
 
-    @traitlets.observe("step")
+    @reacts_to("step", hold=False)
     def _on_step(self, change: Any) -> None:
-        if hasattr(self, "_lock"):
-            with self._lock:
-                self._update_scalars()
+        self._update_scalars()
 
     def _update_scalars(self) -> None:
         names: list[str] = []
@@ -137,9 +133,8 @@ class StepScrubber(LiveView):
         return self.step
 
 
-StepScrubber._css = (
-    StepScrubber._css
-    + """
+StepScrubber._css = view_css(
+    """
 .nbviz-scrubber { outline: none; }
 .nbviz-scrubber:focus-visible { box-shadow: 0 0 0 2px var(--jp-brand-color1, #1976d2); }
 .nbviz-scrub-row { display: flex; align-items: center; gap: 6px; }
