@@ -9,8 +9,8 @@ build bundles into ``src/nbviz/static/<name>.js``::
 Arrays travel to the browser as binary buffers, never JSON lists: put
 ``array_trait_payload(a)`` into a ``traitlets.Dict`` trait and decode it in JS
 with ``decodeArray`` from ``js/lib/wire.js`` (see :mod:`nbviz.widgets.wire`).
-The bundles' folder and ``esm`` live in :mod:`nbviz.widgets.frontend`; both are
-named here too, so that a view needs one import.
+The bundles' folder and ``esm`` live in :mod:`nbviz.widgets.frontend`. Both
+modules' names are also importable from here, where widget code found them first.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ __all__ = [
     "STATIC",
     "FrontendNotBuiltError",
     "NbvizWidget",
-    "child_view",
     "array_from_payload",
     "array_trait_payload",
+    "child_view",
     "esm",
     "steps_payload",
 ]

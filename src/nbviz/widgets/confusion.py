@@ -28,8 +28,9 @@ import pandas as pd
 import traitlets
 
 from nbviz.analysis import metrics
-from nbviz.widgets.base import array_trait_payload, child_view, esm
+from nbviz.widgets.base import child_view
 from nbviz.widgets.checks import check_choice, check_int, check_split
+from nbviz.widgets.frontend import esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import (
     LiveView,
@@ -39,6 +40,7 @@ from nbviz.widgets.live import (
     reacts_to,
     view_css,
 )
+from nbviz.widgets.wire import array_trait_payload
 
 __all__ = ["ConfusionMatrix"]
 

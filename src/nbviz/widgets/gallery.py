@@ -28,8 +28,8 @@ import pandas as pd
 import traitlets
 
 from nbviz.analysis.metrics import evaluation_at
-from nbviz.widgets.base import array_trait_payload, esm
 from nbviz.widgets.checks import check_choice, check_split
+from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import (
     LiveView,
     followed_step,
@@ -39,6 +39,7 @@ from nbviz.widgets.live import (
     view_css,
 )
 from nbviz.widgets.samples import capture_arrays, class_name, sample_payload
+from nbviz.widgets.wire import array_trait_payload
 
 __all__ = ["SampleGallery"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import traitlets
 
-from nbviz.widgets.base import esm
+from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, view_css
 
 __all__ = ["HealthReport", "badges_of"]

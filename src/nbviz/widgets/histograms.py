@@ -15,10 +15,11 @@ import numpy as np
 import traitlets
 
 from nbviz.store import MissingStepError
-from nbviz.widgets.base import array_trait_payload, esm
 from nbviz.widgets.checks import check_choice, check_known
+from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 from nbviz.widgets.sampling import count_text, evenly
+from nbviz.widgets.wire import array_trait_payload
 
 __all__ = ["Histograms", "common_bins"]
 

@@ -30,12 +30,13 @@ from typing import Any
 
 import traitlets
 
-from nbviz.widgets.base import array_from_payload, esm
 from nbviz.widgets.checks import check_split
+from nbviz.widgets.frontend import esm
 from nbviz.widgets.layer_detail import HistogramsAtStep, dead_map, stats_detail
 from nbviz.widgets.layer_table import layer_rows, recorded_layers, sparklines, values_at
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 from nbviz.widgets.unit_explorer import UnitExplorer
+from nbviz.widgets.wire import array_from_payload
 
 __all__ = ["LayerBrowser"]
 

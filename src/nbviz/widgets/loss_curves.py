@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.widgets.base import array_trait_payload, esm, steps_payload
 from nbviz.widgets.checks import check_known
+from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, Series, linked_step, view_css
 from nbviz.widgets.sampling import count_text
-from nbviz.widgets.wire import floats_payload
+from nbviz.widgets.wire import array_trait_payload, floats_payload, steps_payload
 
 __all__ = ["LossCurves", "minmax_downsample", "nonfinite_breaks", "split_name"]
 

@@ -27,8 +27,8 @@ import traitlets
 
 from nbviz.analysis.profile import MODULE_COLUMNS, Profile, overhead_text
 from nbviz.store import Reader
-from nbviz.widgets.base import esm
 from nbviz.widgets.checks import check_int, check_known
+from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 
 __all__ = ["Profiler"]

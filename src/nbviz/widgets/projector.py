@@ -27,8 +27,9 @@ import pandas as pd
 import traitlets
 
 from nbviz.analysis import projection as proj
-from nbviz.widgets.base import array_from_payload, array_trait_payload, child_view, esm
+from nbviz.widgets.base import child_view
 from nbviz.widgets.checks import check_choice, check_int, check_split
+from nbviz.widgets.frontend import esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import LiveView, linked_step, opening_step, reacts_to, view_css
 from nbviz.widgets.projector_job import Job, LayoutJobs
@@ -38,6 +39,7 @@ from nbviz.widgets.projector_points import (
     prediction_frame,
 )
 from nbviz.widgets.samples import sample_payload
+from nbviz.widgets.wire import array_from_payload, array_trait_payload
 
 __all__ = ["COLOR_BY", "EmbeddingProjector"]
 

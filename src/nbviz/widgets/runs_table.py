@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.widgets.base import esm
 from nbviz.widgets.checks import check_known
+from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, view_css
 from nbviz.widgets.loss_curves import _unique_names, split_name
 

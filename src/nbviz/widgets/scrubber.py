@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.widgets.base import array_from_payload, esm, steps_payload
+from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
-from nbviz.widgets.wire import floats_payload
+from nbviz.widgets.wire import array_from_payload, floats_payload, steps_payload
 
 __all__ = ["StepScrubber"]
 

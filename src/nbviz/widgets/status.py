@@ -6,7 +6,8 @@ from typing import Any
 
 import traitlets
 
-from nbviz.widgets.base import NbvizWidget, esm
+from nbviz.widgets.base import NbvizWidget
+from nbviz.widgets.frontend import esm
 
 __all__ = ["StatusMessage"]
 
