@@ -14,7 +14,8 @@ evaluation in view (from the probabilities ``run.log_predictions`` keeps for
 logits), its per-unit summary where ``run.evaluate(..., units_layer=...)``
 recorded one, and its activations through the layers where ``run.capture``
 (or ``run.evaluate(..., capture_ids=...)``) recorded them: per layer the
-statistics, each unit's mean and, for a convolution, its feature maps.
+statistics, each unit's mean and, for a convolution, its feature maps
+(:mod:`nbviz.widgets.sample_detail`).
 """
 
 from __future__ import annotations
@@ -38,14 +39,12 @@ from nbviz.widgets.live import (
     reacts_to,
     view_css,
 )
-from nbviz.widgets.samples import capture_arrays, class_name, sample_payload
-from nbviz.widgets.wire import array_trait_payload
+from nbviz.widgets.sample_detail import ClassProbabilities, activations_of, units_of
+from nbviz.widgets.samples import label_fields, prediction_fields, sample_payload
 
 __all__ = ["SampleGallery"]
 
 SORTS = ("given", "loss", "confidence")
-TOP_K = 5
-"""Classes listed in a sample's detail (the most probable first)."""
 DETAIL_VALUES = 4096
 """Values of an array sample shown in its detail."""
 MAX_PAGE_SIZE = 200
@@ -133,7 +132,7 @@ class SampleGallery(LiveView):
         super().__init__(**kwargs)
         self._run = run
         self._frames: dict[int, pd.DataFrame] = {}
-        self._probs: dict[int, tuple[dict[int, int], np.ndarray] | None] = {}
+        self._probs = ClassProbabilities(run)
         self._init_live([run], live)
         with self._lock, self.hold_sync():
             self.split = split
@@ -158,7 +157,7 @@ class SampleGallery(LiveView):
         names = self._run.class_names
         self._names = [str(n) for n in names] if names is not None else None
         self._frames = {s: f for s, f in self._frames.items() if s in set(self._steps.tolist())}
-        self._probs = {s: p for s, p in self._probs.items() if s in set(self._steps.tolist())}
+        self._probs.keep(self._steps.tolist())
 
     def _evaluated_ids(self) -> np.ndarray:
         if not len(self._steps):
@@ -278,15 +277,8 @@ class SampleGallery(LiveView):
             if frame is not None and i in frame.index:
                 p = frame.loc[i]
                 label = p["label"]
-                item.update(
-                    evaluated=True,
-                    pred=int(p["pred"]),
-                    pred_name=class_name(self._names, p["pred"]),
-                    loss=float(p["loss"]),
-                    confidence=float(p["confidence"]),
-                )
-            if label is not None and not pd.isna(label):
-                item.update(label=int(label), label_name=class_name(self._names, label))
+                item.update(prediction_fields(p, self._names))
+            item.update(label_fields(label, self._names))
             items.append(item)
         self.items = items
         missing = sum(1 for i in ordered if i not in stored)
@@ -309,76 +301,6 @@ class SampleGallery(LiveView):
 
     # -- the detail of one sample -------------------------------------------------------
 
-    def _top_k(self, at: int, id: int) -> tuple[list[dict[str, Any]], str]:
-        if at not in self._probs:
-            got = self._run.probabilities(at, split=self.split)
-            if len(self._probs) > 4:
-                self._probs.clear()
-            self._probs[at] = (
-                None if got is None else ({int(i): k for k, i in enumerate(got[0])}, got[1])
-            )
-        entry = self._probs[at]
-        if entry is None:
-            return [], (
-                f"No class probabilities at step {at}: they are kept when "
-                "run.log_predictions gets (N, classes) logits (run.evaluate does)."
-            )
-        where, probs = entry
-        if id not in where:
-            return [], f"Sample {id} has no class probabilities at step {at}."
-        row = np.asarray(probs[where[id]], dtype=np.float64)
-        order = np.lexsort((np.arange(len(row)), -row))[:TOP_K]
-        return [
-            {"class": int(c), "name": class_name(self._names, c), "p": float(row[c])} for c in order
-        ], ""
-
-    def _units_of(self, at: int | None, id: int) -> dict[str, Any] | None:
-        layers = self._run.embedding_layers(self.split, kind="units")
-        if not layers or at is None:
-            return None
-        layer = layers[0]
-        steps = self._run.embedding_steps(self.split, layer, kind="units")
-        got = evaluation_at(steps, at)
-        if got is None:
-            return None
-        ids, matrix = self._run.embeddings(got, split=self.split, layer=layer, kind="units")
-        hit = np.nonzero(np.asarray(ids) == id)[0]
-        if not len(hit):
-            return None
-        values = np.asarray(matrix[int(hit[0])], dtype=np.float32)
-        return {"layer": layer, "step": got, "values": array_trait_payload(values, dtype="<f4")}
-
-    def _activations_of(self, id: int) -> tuple[dict[str, Any] | None, str]:
-        steps = self._run.capture_steps(id, self.split)
-        how = (
-            f"run.capture(model, sample, id={id}, split={self.split!r}) records them, "
-            f"or run.evaluate(step, model, loader, capture_ids=[{id}])"
-        )
-        if not len(steps):
-            return None, f"No activations recorded for sample {id}: {how}."
-        at = evaluation_at(steps, self.step)
-        note = ""
-        if at is None:
-            at = int(steps[0])
-            note = f"captured at step {at}, after the step in view"
-        frame = self._run.captures(id, self.split, at)
-        layers = []
-        for r in frame.to_dict("records"):
-            entry: dict[str, Any] = {
-                "layer": str(r["layer"]),
-                "type": str(r["type"]),
-                "shape": [int(d) for d in r["shape"]],
-                "n_units": int(r["n_units"]),
-                "note": str(r["note"]),
-                **{
-                    k: None if pd.isna(r[k]) else float(r[k])
-                    for k in ("mean", "std", "min", "max", "zero_frac")
-                },
-            }
-            entry.update(capture_arrays(r))
-            layers.append(entry)
-        return {"step": int(at), "steps": [int(s) for s in steps], "layers": layers}, note
-
     def _fill_detail(self) -> None:
         id = int(self.detail_id)
         if id < 0:
@@ -397,27 +319,19 @@ class SampleGallery(LiveView):
         if frame is not None and id in frame.index:
             p = frame.loc[id]
             label = p["label"]
-            out.update(
-                evaluated=True,
-                step=at,
-                pred=int(p["pred"]),
-                pred_name=class_name(self._names, p["pred"]),
-                loss=float(p["loss"]),
-                confidence=float(p["confidence"]),
-            )
-            out["top_k"], out["top_k_note"] = self._top_k(at, id)
+            out.update(step=at, **prediction_fields(p, self._names))
+            out["top_k"], out["top_k_note"] = self._probs.top_k(at, id, self.split, self._names)
         elif at is not None:
             out["top_k"], out["top_k_note"] = [], f"Sample {id} was not evaluated at step {at}."
         else:
             out["top_k"], out["top_k_note"] = [], "No evaluation at or before this step."
-        if label is not None and not pd.isna(label):
-            out.update(label=int(label), label_name=class_name(self._names, label))
+        out.update(label_fields(label, self._names))
         if out["kind"] == "" and not out["evaluated"] and label is None:
             out["missing"] = f"No {self.split} sample or prediction has id {id}."
-        units = self._units_of(at, id)
+        units = units_of(self._run, self.split, at, id)
         if units is not None:
             out["units"] = units
-        acts, note = self._activations_of(id)
+        acts, note = activations_of(self._run, self.split, self.step, id)
         out["activations"] = acts
         out["activations_note"] = note
         self.detail = out

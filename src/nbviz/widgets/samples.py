@@ -17,7 +17,14 @@ import pandas as pd
 from nbviz.store import from_blob
 from nbviz.widgets.wire import array_trait_payload
 
-__all__ = ["ARRAY_VALUES", "capture_arrays", "class_name", "sample_payload"]
+__all__ = [
+    "ARRAY_VALUES",
+    "capture_arrays",
+    "class_name",
+    "label_fields",
+    "prediction_fields",
+    "sample_payload",
+]
 
 ARRAY_VALUES = 16
 """Values of an array sample shown on its card (the rest are counted)."""
@@ -47,6 +54,24 @@ def class_name(names: Sequence[str] | None, cls: Any) -> str:
     if names is not None and 0 <= c < len(names):
         return str(names[c])
     return str(c)
+
+
+def label_fields(label: Any, names: Sequence[str] | None) -> dict[str, Any]:
+    """A card's ``label`` and ``label_name`` (nothing for a sample without a label)."""
+    if label is None or pd.isna(label):
+        return {}
+    return {"label": int(label), "label_name": class_name(names, label)}
+
+
+def prediction_fields(pred: pd.Series, names: Sequence[str] | None) -> dict[str, Any]:
+    """What a card shows of an evaluated sample (a row of ``run.predictions()``)."""
+    return {
+        "evaluated": True,
+        "pred": int(pred["pred"]),
+        "pred_name": class_name(names, pred["pred"]),
+        "loss": float(pred["loss"]),
+        "confidence": float(pred["confidence"]),
+    }
 
 
 def capture_arrays(row: Any) -> dict[str, Any]:
