@@ -127,9 +127,8 @@ class ConfusionMatrix(LiveView):
         self._run = run
         self._preds: pd.DataFrame | None = None
         self._flips: metrics.Flips | None = None
-        self._init_live([run], live)
-        self._indexes[0].positions()  # so that the index notices new evaluations
-        with self._lock, self.hold_sync():
+        with self._building([run], live):
+            self._indexes[0].positions()  # so that the index notices new evaluations
             self.split = split
             self.normalize = normalize
             self.compare_step = -1 if compare_step is None else int(compare_step)

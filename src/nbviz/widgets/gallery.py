@@ -133,8 +133,7 @@ class SampleGallery(LiveView):
         self._run = run
         self._frames: dict[int, pd.DataFrame] = {}
         self._probs = ClassProbabilities(run)
-        self._init_live([run], live)
-        with self._lock, self.hold_sync():
+        with self._building([run], live):
             self.split = split
             self.page_size = page_size
             self.sort_by = sort_by

@@ -76,8 +76,7 @@ class HealthReport(LiveView):
         super().__init__(**kwargs)
         self._run = run
         self._last = 0.0
-        self._init_live([run], live)
-        with self._lock, self.hold_sync():
+        with self._building([run], live):
             self._rebuild()
 
     @traitlets.observe("selected")

@@ -101,14 +101,12 @@ class Histograms(LiveView):
         super().__init__(**kwargs)
         self._run = run
         self._steps = np.zeros(0, dtype=np.int64)
-        self._init_live([run], live)
-        with self._lock, self.hold_sync():
+        with self._building([run], live):
             self.signal = signal
             self._choose_layers(prefer=layer)
             self._fill()
             self.step = int(self._steps[-1]) if len(self._steps) else 0
             self._fill_current()
-            self._ready = True
 
     # -- choices -------------------------------------------------------------------------
 

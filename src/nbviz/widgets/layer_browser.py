@@ -113,8 +113,7 @@ class LayerBrowser(LiveView):
         self._units = UnitExplorer(run)
         self._histograms = HistogramsAtStep(run)
         self._dead_window: tuple[int, int] | None = None
-        self._init_live([run], live)
-        with self._lock, self.hold_sync():
+        with self._building([run], live):
             index = self._indexes[0]
             ends = [
                 int(index.steps(s)[-1]) for s in ("activation", "gradient") if len(index.steps(s))

@@ -23,7 +23,7 @@ import logging
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -340,8 +340,9 @@ class LiveView(NbvizWidget):
 
     Subclasses build their state in ``_rebuild()`` (under ``self._lock``) and
     get it called again from the poller thread when the run grew; ``close()``
-    stops following. ``_ready`` turns True once the constructor has built the
-    view: methods decorated with :func:`reacts_to` wait for it.
+    stops following. A constructor builds the view ``with self._building(runs,
+    live):``; ``_ready`` turns True after that block (or where a view sets it
+    earlier): methods decorated with :func:`reacts_to` wait for it.
     """
 
     _ready = False
@@ -361,6 +362,15 @@ class LiveView(NbvizWidget):
         if live:
             for run in runs:
                 follow(self, run, self._on_run_grew)
+
+    @contextlib.contextmanager
+    def _building(self, runs: list[Any], live: bool) -> Iterator[None]:
+        """Follow ``runs`` (while ``live``) and build the view in the block: under the
+        view's lock, in one message to the browser; the view is ``_ready`` after it."""
+        self._init_live(runs, live)
+        with self._lock, self.hold_sync():
+            yield
+            self._ready = True
 
     def _on_run_grew(self) -> None:
         versions = [i.version for i in self._indexes]

@@ -158,8 +158,7 @@ class LossCurves(LiveView):
         self._runs = runs
         self.max_points = int(max_points)
         self._raw: dict[str, Series] = {}
-        self._init_live(runs, live)
-        with self._lock, self.hold_sync():
+        with self._building(runs, live):
             self.runs = _unique_names(runs)
             self._rebuild()
             ends = [int(s.steps[-1]) for s in self._raw.values() if len(s.steps)]

@@ -128,18 +128,15 @@ class Profiler(LiveView):
             from nbviz.probes.profile import profile_step
 
             self._result = profile_step(model, step_fn, name=name, step=step or 0, **options)
-        self._init_live(
-            [self._run] if self._run is not None else [], live and self._run is not None
-        )
         self._known_steps: list[int] = []
-        with self._lock, self.hold_sync():
+        runs = [self._run] if self._run is not None else []
+        with self._building(runs, live and self._run is not None):
             if self._run is not None:
                 steps_now = self._stored_steps()
                 if step is None and steps_now:
                     step = steps_now[-1]
             self.step = int(step or 0)
             self._rebuild()
-            self._ready = True
 
     # ------------------------------------------------------------ reading
     @property

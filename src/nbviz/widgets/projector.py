@@ -140,8 +140,7 @@ class EmbeddingProjector(LiveView):
         self._frame: pd.DataFrame | None = None
         self._jobs = LayoutJobs(self, run, self._deliver)
         self._shown_key: tuple[Any, ...] | None = None
-        self._init_live([run], live)
-        with self._lock, self.hold_sync():
+        with self._building([run], live):
             self.split = split
             self.method = method
             self.params = resolved

@@ -112,8 +112,7 @@ class RunsTable(LiveView):
         super().__init__(**kwargs)
         self._runs = runs
         self._names = _unique_names(runs)
-        self._init_live(runs, live)
-        with self._lock, self.hold_sync():
+        with self._building(runs, live):
             self._rebuild()
 
     @traitlets.validate("selected")

@@ -53,15 +53,13 @@ class StepScrubber(LiveView):
         super().__init__(**kwargs)
         self._run = run
         self._positions = np.zeros(0, dtype=np.int64)
-        self._init_live([run], live)
-        with self._lock, self.hold_sync():
+        with self._building([run], live):
             self.run_name = str(getattr(run, "name", run))
             self.fps = float(fps)
             self._rebuild()
             if len(self._positions):
                 self.step = int(self._positions[-1])
             self._update_scalars()
-            self._ready = True
 
     @traitlets.validate("fps")
     def _check_fps(self, proposal: Any) -> float:
