@@ -18,8 +18,8 @@ about 0.4 MB, come on top) and each view's recording within ``MAX_GROUP_SECONDS`
 past either, a view's remaining combinations are left out, and the page says which.
 
 This module writes the page (the bundles, the state JSON, the HTML); the
-recording of the answers is :mod:`nbviz.widgets.recording` (the recorder) and
-:mod:`nbviz.widgets.recording_plans` (what each view is asked).
+recording of the answers is :mod:`nbviz.widgets.answers` (the recorder) and
+:mod:`nbviz.widgets.answer_plans` (what each view is asked).
 """
 
 from __future__ import annotations
@@ -35,9 +35,7 @@ from typing import Any
 import ipywidgets as W
 
 from nbviz import __version__
-from nbviz.widgets.frontend import esm
-from nbviz.widgets.recording import MAX_GROUP_SECONDS, browser_links, widget_tree
-from nbviz.widgets.recording_plans import (
+from nbviz.widgets.answer_plans import (
     MAX_GALLERY_PAGES,
     Recording,
     pinned_steps,
@@ -45,6 +43,8 @@ from nbviz.widgets.recording_plans import (
     record_answers,
     sampled_steps,
 )
+from nbviz.widgets.answers import MAX_GROUP_SECONDS, browser_links, widget_tree
+from nbviz.widgets.frontend import esm
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_STEPS", "PageInfo", "offline_page", "save_html"]
 

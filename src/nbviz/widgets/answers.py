@@ -6,7 +6,7 @@ each combination a :class:`Group`'s plan walks through, and keeps, per
 combination, every synced trait of the widget tree that changed. Values are
 kept once each in a :class:`Pool` (binary buffers apart, as base64), which is
 what the page stores. The plans themselves (which inputs, which values) are in
-:mod:`nbviz.widgets.recording_plans`.
+:mod:`nbviz.widgets.answer_plans`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any
 import ipywidgets as W
 import numpy as np
 
-from nbviz.widgets.recording import Group, Pool, Recorder
+from nbviz.widgets.answers import Group, Pool, Recorder
 from nbviz.widgets.sampling import evenly
 from nbviz.widgets.wire import array_from_payload
 
