@@ -14,6 +14,12 @@ refresh the index and call each view's refresh; so a displayed view updates a
 few times a second at most while training runs, and costs nothing once the run
 is finished. :func:`unfollow` (called by a view's ``close``) stops it; the
 thread exits when nothing is followed.
+
+:class:`LiveView` is the base of the training views, with what they all do:
+build under a lock while following (``_building``), declare the linked
+``step`` (:func:`linked_step`), react to the browser once built
+(:func:`reacts_to`), keep following the newest step (:func:`followed_step`)
+and compose their style (:func:`view_css`).
 """
 
 from __future__ import annotations
