@@ -23,6 +23,15 @@ EVERY = pytest.mark.parametrize("every", [1, 10])
 
 
 # ----------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One intra-op thread: these models are tiny, and the machine's cores are shared."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def digits():
     """Digits as flat float32 vectors: a fixed train and validation split."""

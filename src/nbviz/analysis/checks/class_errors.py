@@ -115,19 +115,25 @@ def check(run: Any) -> list[Finding]:
                 f"the {split} split at step {int(steps[-1])}{since}, against "
                 f"{pct(numbers['others_error_rate'])} for the other classes"
                 + (f"; mostly predicted as {mistaken}" if mistaken else "")
-                + (
-                    ". Try: look at these samples (ConfusionMatrix, SampleGallery) for label "
-                    "errors, collect more examples of the class, or weight or resample it."
-                    if numbers["warn"]
-                    else " (a gap that often closes with more training)."
-                )
+                + ("." if numbers["warn"] else " (a gap that often closes with more training).")
             )
             findings.append(
                 Finding(
                     check=CHECK,
                     severity="warning" if numbers["warn"] else "info",
                     step=onset,
+                    cause="data",
                     message=message,
+                    advice=(
+                        "look at these samples (ConfusionMatrix, SampleGallery) for label "
+                        "errors, collect more examples of the class, or weight or resample it"
+                        if numbers["warn"]
+                        else ""
+                    ),
+                    summary=(
+                        f"class '{name}' is misclassified {pct(numbers['error_rate'])} of the "
+                        f"time on the {split} split"
+                    ),
                     evidence={
                         "split": split,
                         "class": c,

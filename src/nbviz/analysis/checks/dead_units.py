@@ -12,6 +12,11 @@ Thresholds, on the fraction of a layer's units that are dead: any is ``info``
 (a healthy digits CNN keeps ~20% of its small fully connected ReLU layer
 silent); :data:`WARN_FRACTION` (half the layer) or more is a ``warning``; the
 whole layer is an ``error``: it passes neither signal nor gradient.
+
+Units dead from the first capture point at the initialisation or the input
+(``architecture``: a bias far below zero, a badly scaled input); units that
+were alive and died during training were pushed there by a step too large
+(``learning_rate``). The finding follows the majority of its units.
 """
 
 from __future__ import annotations
@@ -57,8 +62,11 @@ def check(run: Any) -> list[Finding]:
             continue
         # since when: each dead unit's final stretch of all-zero captures
         starts = [trailing_run_start(zero[:, u] >= ALL_ZERO) for u in np.flatnonzero(dead_now)]
-        onset = int(steps[max(s for s in starts if s is not None)])
-        first = int(steps[min(s for s in starts if s is not None)])
+        died = np.array([int(steps[s]) for s in starts if s is not None], dtype=np.int64)
+        onset, first = int(died.max()), int(died.min())
+        from_start = int((died == int(steps[0])).sum())
+        killed = n_dead - from_start
+        at_init = from_start >= killed
         frac = n_dead / n_units
         if n_dead == n_units:
             severity = "error"
@@ -73,19 +81,38 @@ def check(run: Any) -> list[Finding]:
             else f"{n_dead} of {n_units} units ({pct(frac)}) of {lay.label(layer)} are dead"
         )
         message = f"{what}: zero on every sample of the last {window} captures, {since}."
-        if severity != "info":
+        if killed and from_start:
+            message += f" {from_start} were dead from the first capture, {killed} died later."
+        elif killed:
+            died_at = int(np.median(died))
             message += (
-                " Dead ReLUs pass no gradient, so they never recover. Try: check the "
-                "preceding layer's bias and initialisation (Kaiming), a lower learning "
-                "rate, LeakyReLU/GELU, or normalisation before the activation."
+                f" They were alive at first and died during training (half by step {died_at})."
             )
+        if severity != "info":
+            message += " Dead ReLUs pass no gradient, so they never recover."
+        if at_init:
+            advice = (
+                "check the preceding layer's bias and initialisation (Kaiming, zero biases), "
+                "the scale of its input, LeakyReLU/GELU, or normalisation before the activation"
+            )
+            summary = f"{pct(frac)} of the units of '{layer}' are dead from the start"
+        else:
+            advice = (
+                "a lower learning rate or a warm-up (a large step pushes the units' inputs "
+                "negative for every sample), gradient clipping, LeakyReLU/GELU, or "
+                "normalisation before the activation"
+            )
+            summary = f"{pct(frac)} of the units of '{layer}' died during training"
         findings.append(
             Finding(
                 check=CHECK,
                 severity=severity,
                 layer=layer,
                 step=onset,
+                cause="architecture" if at_init else "learning_rate",
                 message=message,
+                advice=advice if severity != "info" else "",
+                summary=summary,
                 evidence={
                     "dead": n_dead,
                     "units": n_units,
@@ -93,6 +120,10 @@ def check(run: Any) -> list[Finding]:
                     "window_captures": window,
                     "window_steps": [int(steps[-window]), int(steps[-1])],
                     "first_dead_step": first,
+                    "median_dead_step": int(np.median(died)),
+                    "dead_from_first_capture": from_start,
+                    "died_later": killed,
+                    "at_init": at_init,
                     "dead_units": np.flatnonzero(dead_now)[:64],
                 },
             )

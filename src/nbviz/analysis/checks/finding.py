@@ -14,6 +14,9 @@ import numpy as np
 SEVERITIES = ("error", "warning", "info")
 SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
 
+#: What a finding can point to, as ``run.triage()`` names it.
+CAUSES = ("architecture", "data", "learning_rate", "optimizer", "numerics")
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -22,6 +25,11 @@ class Finding:
     ``layer`` is a module's qualified name (``""`` for the run as a whole),
     ``step`` the step since which the problem holds (None when it has no time),
     ``evidence`` the numbers behind the message, JSON-serialisable.
+
+    ``cause`` is what the finding points to on its own (one of :data:`CAUSES`),
+    ``advice`` what to try if it is a root cause (kept out of ``message``: a
+    consequence of another finding gets none of its own), and ``summary`` a
+    short clause for the verdict ("the loss rose to 114 at step 3").
     """
 
     check: str
@@ -30,11 +38,18 @@ class Finding:
     layer: str = ""
     step: int | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
+    cause: str = "architecture"
+    advice: str = ""
+    summary: str = ""
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITY_RANK:
             raise ValueError(
                 f"Finding: severity must be one of {', '.join(SEVERITIES)}, got {self.severity!r}"
+            )
+        if self.cause not in CAUSES:
+            raise ValueError(
+                f"Finding: cause must be one of {', '.join(CAUSES)}, got {self.cause!r}"
             )
         object.__setattr__(self, "evidence", jsonable(self.evidence))
         if self.step is not None:

@@ -28,16 +28,29 @@ well-converged run are small everywhere, and this does not trip on that.
   of 3% of the weights). A diverging run (a learning rate past the stable
   limit) multiplies the gradient by a constant factor every step and crosses
   100x within a few.
+
+They also read the gradient backpropagated to the main layers' outputs
+(:mod:`nbviz.analysis.checks.depth`), which parameter gradients can hide: a
+layer's parameter gradient is its output gradient times its input, so a stack
+whose activations grow forward while its output gradients grow backward keeps
+parameter gradients level by depth. When the first main layer's output-gradient
+norm is :data:`EXPLODE_BACKPROP` (100) times the last one's (median of the last
+captures) the gradient explodes toward the input; at :data:`VANISH_BACKPROP`
+(1e-4) or less it vanishes (reported when the parameter gradients say nothing
+already). Healthy stacks: the digits CNN 1/13, a default-initialised eight-layer
+ReLU MLP 1/500 at its first capture and closer to level after.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from nbviz.analysis.checks.depth import main_layers, output_grad_norm, trend
 from nbviz.analysis.checks.finding import Finding, fmt, names
 from nbviz.analysis.checks.model import ModelLayout, layout, param_stats
 from nbviz.analysis.checks.robust import nanmedian, trailing_run_start
@@ -45,6 +58,18 @@ from nbviz.analysis.checks.robust import nanmedian, trailing_run_start
 VANISH_RATIO = 1e-3
 EXPLODE_DEPTH_RATIO = 1e3
 EXPLODE_GROWTH = 100.0
+#: Output-gradient norm of the first main layer over the last one's, beyond which
+#: the backpropagated gradient explodes (or, under its inverse, vanishes).
+EXPLODE_BACKPROP = 100.0
+VANISH_BACKPROP = 1e-4
+VANISH_ADVICE = (
+    "ReLU-family activations instead of sigmoid/tanh, normalisation (BatchNorm, LayerNorm), "
+    "residual connections, or Kaiming/Xavier initialisation"
+)
+EXPLODE_DEPTH_ADVICE = (
+    "smaller initial weights (Kaiming for ReLU, Xavier for tanh), normalisation layers, or "
+    "gradient clipping (torch.nn.utils.clip_grad_norm_)"
+)
 #: Baseline gradient never taken below this fraction of the weights' norm.
 BASELINE_FLOOR = 0.03
 #: Captures summarised (median) for the depth comparisons.
@@ -113,9 +138,10 @@ def check_vanishing(run: Any) -> list[Finding]:
     lay = layout(run)
     if lay is None:
         return []
+    backprop = backprop_profiles(run, lay)
     _, rel, _, params = _relative(run, lay)
     if len(params) < 2 or rel.empty:
-        return []
+        return [_vanishing_backprop(lay, b) for b in backprop if b.total <= VANISH_BACKPROP]
     values = rel.to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = values / _after_max(values, [lay.model_of(p) for p in params])
@@ -124,7 +150,7 @@ def check_vanishing(run: Any) -> list[Finding]:
     median = nanmedian(ratio[-window:], axis=0)
     bad = [i for i in range(len(params)) if np.isfinite(median[i]) and median[i] < VANISH_RATIO]
     if not bad:
-        return []
+        return [_vanishing_backprop(lay, b) for b in backprop if b.total <= VANISH_BACKPROP]
     worst = min(bad, key=lambda i: median[i])
     run_start = trailing_run_start(np.nan_to_num(ratio[:, worst], nan=1.0) < VANISH_RATIO)
     onset = int(steps[run_start if run_start is not None else len(steps) - window])
@@ -137,18 +163,29 @@ def check_vanishing(run: Any) -> list[Finding]:
         f"Gradients vanish toward the input: at {lay.label(module)} the gradient, relative to "
         f"its weights, is {fmt(float(median[worst]))} times that of the layers after it "
         f"(median of the last {window} captures, {since}); {len(bad)} of {len(params)} layers "
-        f"are below 1/{int(1 / VANISH_RATIO)}: {names(modules)}. Those layers barely learn. "
-        "Try: ReLU-family activations instead of sigmoid/tanh, normalisation (BatchNorm, "
-        "LayerNorm), residual connections, or Kaiming/Xavier initialisation."
+        f"are below 1/{int(1 / VANISH_RATIO)}: {names(modules)}. Those layers barely learn."
     )
+    profile = next((b for b in backprop if module in b.modules), None)
+    if profile is not None and profile.total < 1:
+        message += (
+            f" The gradient backpropagated to the layers' outputs shrinks {fmt(1 / profile.total)}"
+            f"x from {lay.label(profile.modules[-1])} back to {lay.label(profile.modules[0])}."
+        )
     return [
         Finding(
             check="vanishing_gradients",
             severity="warning",
             layer=module,
             step=onset,
+            cause="architecture",
             message=message,
+            advice=VANISH_ADVICE,
+            summary=(
+                f"gradients vanish toward the input: '{module}' gets "
+                f"{fmt(float(median[worst]))} of the later layers' gradient"
+            ),
             evidence={
+                "backprop_ratio": profile.total if profile is not None else None,
                 "parameter": name,
                 "ratio_to_later_layers": float(median[worst]),
                 "threshold": VANISH_RATIO,
@@ -168,13 +205,16 @@ def check_exploding(run: Any) -> list[Finding]:
     lay = layout(run)
     if lay is None:
         return []
+    candidates: list[tuple[float, Finding]] = []
+    for b in backprop_profiles(run, lay):
+        if b.total >= EXPLODE_BACKPROP:
+            candidates.append((b.total, _exploding_backprop(lay, b)))
     grads, rel, weights, params = _relative(run, lay)
     if not params or rel.empty:
-        return []
+        return _worst(candidates)
     steps = grads.index.to_numpy(dtype=np.int64)
     g = grads.to_numpy(dtype=np.float64)
     r = rel.to_numpy(dtype=np.float64)
-    candidates: list[tuple[float, Finding]] = []
 
     # over time: each capture against the median of the captures before it
     for j, name in enumerate(params):
@@ -213,8 +253,7 @@ def check_exploding(run: Any) -> list[Finding]:
                         f"Gradients grow toward the input: at {lay.label(module)} the gradient, "
                         f"relative to its weights, is {fmt(float(median[j]))} times that of every "
                         f"layer after it (median of the last {window} captures, since step "
-                        f"{onset}). Try: smaller initial weights, normalisation layers, "
-                        "gradient clipping (torch.nn.utils.clip_grad_norm_)."
+                        f"{onset})."
                     )
                     candidates.append(
                         (
@@ -225,6 +264,8 @@ def check_exploding(run: Any) -> list[Finding]:
                                 layer=module,
                                 step=onset,
                                 message=message,
+                                advice=EXPLODE_DEPTH_ADVICE,
+                                summary=f"gradients grow toward the input, most at '{module}'",
                                 evidence={
                                     "parameter": name,
                                     "kind": "depth",
@@ -235,9 +276,13 @@ def check_exploding(run: Any) -> list[Finding]:
                             ),
                         )
                     )
+    return _worst(candidates)
+
+
+def _worst(candidates: list[tuple[float, Finding]]) -> list[Finding]:
+    """One finding: the candidate where it is worst, naming the other layers affected."""
     if not candidates:
         return []
-    # one finding: the layer where it is worst, naming the others
     candidates.sort(key=lambda c: -c[0])
     best = candidates[0][1]
     others = sorted({c[1].layer for c in candidates[1:]} - {best.layer})
@@ -251,10 +296,129 @@ def check_exploding(run: Any) -> list[Finding]:
             severity=best.severity,
             layer=best.layer,
             step=min([best.step] + [c[1].step for c in candidates if c[1].layer == best.layer]),
+            cause=best.cause,
             message=message,
+            advice=best.advice,
+            summary=best.summary,
             evidence=evidence,
         )
     ]
+
+
+@dataclass(frozen=True)
+class Backprop:
+    """How the gradient of the loss with respect to the main layers' outputs scales by depth.
+
+    ``total``: first layer's output-gradient norm / last layer's (median over the
+    last captures): above 1 it grows on its way back to the input.
+    """
+
+    modules: list[str]
+    total: float
+    per_layer: float
+    consistency: float
+    onset: int
+    window: int
+    profile: dict[str, float]
+
+
+def backprop_profiles(run: Any, lay: ModelLayout) -> list[Backprop]:
+    """Each model's output-gradient profile by depth (models with three or more main layers)."""
+    if "gradients" not in lay.signals:
+        return []
+    out = []
+    for modules in main_layers(lay).values():
+        if len(modules) < 3:
+            continue
+        norms = output_grad_norm(run, modules)
+        # a zero gradient is "no gradient" (dead units say why), not a scale
+        norms = norms.where(norms > 0).dropna(axis=1, how="all").dropna(axis=0)
+        if norms.empty or norms.shape[1] < 3:
+            continue
+        values = norms.to_numpy(dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            totals = values[:, 0] / np.where(values[:, -1] > 0, values[:, -1], np.nan)
+        window = min(WINDOW, len(totals))
+        profile = nanmedian(values[-window:], axis=0)
+        t = trend(profile[::-1])  # from the output back to the input
+        if t is None:
+            continue
+        total = float(nanmedian(totals[-window:]))
+        steps = norms.index.to_numpy(dtype=np.int64)
+        far = (totals >= EXPLODE_BACKPROP) if total >= 1 else (totals <= VANISH_BACKPROP)
+        start = trailing_run_start(np.nan_to_num(far, nan=False))
+        out.append(
+            Backprop(
+                modules=list(norms.columns),
+                total=total,
+                per_layer=t.per_layer,
+                consistency=t.consistency,
+                onset=int(steps[start if start is not None else len(steps) - window]),
+                window=window,
+                profile={m: float(v) for m, v in zip(norms.columns, profile, strict=True)},
+            )
+        )
+    return out
+
+
+def _exploding_backprop(lay: ModelLayout, b: Backprop) -> Finding:
+    first, last = b.modules[0], b.modules[-1]
+    message = (
+        f"Gradients grow toward the input: the gradient backpropagated to the outputs of the "
+        f"main layers grows {fmt(b.total)}x from {lay.label(last)} back to {lay.label(first)} "
+        f"(about {fmt(b.per_layer)}x per layer; median of the last {b.window} captures, since "
+        f"step {b.onset}). Parameter gradients can stay level by depth meanwhile (they are this "
+        "gradient times each layer's input, which shrinks the other way), but the early layers' "
+        "steps are out of scale with the late ones'."
+    )
+    return Finding(
+        check="exploding_gradients",
+        severity="warning",
+        layer=first,
+        step=b.onset,
+        cause="architecture",
+        message=message,
+        advice=EXPLODE_DEPTH_ADVICE,
+        summary=f"the backpropagated gradient grows {fmt(b.total)}x toward the input",
+        evidence={
+            "kind": "backprop",
+            "backprop_ratio": b.total,
+            "per_layer": b.per_layer,
+            "consistency": b.consistency,
+            "output_gradient_norms": b.profile,
+            "threshold": EXPLODE_BACKPROP,
+            "window_captures": b.window,
+        },
+    )
+
+
+def _vanishing_backprop(lay: ModelLayout, b: Backprop) -> Finding:
+    first, last = b.modules[0], b.modules[-1]
+    message = (
+        f"Gradients vanish toward the input: the gradient backpropagated to the outputs of the "
+        f"main layers shrinks {fmt(1 / b.total)}x from {lay.label(last)} back to "
+        f"{lay.label(first)} (about {fmt(1 / b.per_layer)}x per layer; median of the last "
+        f"{b.window} captures, since step {b.onset}). The early layers barely learn."
+    )
+    return Finding(
+        check="vanishing_gradients",
+        severity="warning",
+        layer=first,
+        step=b.onset,
+        cause="architecture",
+        message=message,
+        advice=VANISH_ADVICE,
+        summary=f"the backpropagated gradient shrinks {fmt(1 / b.total)}x toward the input",
+        evidence={
+            "kind": "backprop",
+            "backprop_ratio": b.total,
+            "per_layer": b.per_layer,
+            "output_gradient_norms": b.profile,
+            "threshold": VANISH_BACKPROP,
+            "window_captures": b.window,
+            "layers": b.modules[:-1],
+        },
+    )
 
 
 def _over_time(
@@ -270,15 +434,20 @@ def _over_time(
     message = (
         f"Gradients explode in {lay.label(module)}: at step {step} the gradient norm of "
         f"'{name}' is {fmt(value)}, {fmt(growth)} times its median of {fmt(base)} over the "
-        f"earlier captures ({fmt(rel)} times the weights' norm). Try: a lower learning rate, "
-        "gradient clipping (torch.nn.utils.clip_grad_norm_), learning-rate warmup."
+        f"earlier captures ({fmt(rel)} times the weights' norm)."
     )
     return Finding(
         check="exploding_gradients",
         severity="warning",
         layer=module,
         step=step,
+        cause="learning_rate",
         message=message,
+        advice=(
+            "a lower learning rate, gradient clipping (torch.nn.utils.clip_grad_norm_), "
+            "learning-rate warm-up"
+        ),
+        summary=f"the gradient of '{module}' grew {fmt(growth)}x at step {step}",
         evidence={
             "parameter": name,
             "kind": "growth",

@@ -83,17 +83,24 @@ def check(run: Any) -> list[Finding]:
         message = (
             f"{name} spiked at step {int(steps[first])}{length}: {fmt(float(values[peak]))} "
             f"against a local trend of {fmt(float(trend[peak]))} ({fmt(float(ratio[peak]))}x, "
-            f"robust z-score {fmt(zpeak)}; ordinary minibatch noise stays under ~6). Try: a "
-            "lower learning rate or warmup, gradient clipping "
-            "(torch.nn.utils.clip_grad_norm_), and a look at that step's batch for bad "
-            "samples or labels."
+            f"robust z-score {fmt(zpeak)}; ordinary minibatch noise stays under ~6)."
         )
         findings.append(
             Finding(
                 check=CHECK,
                 severity="warning",
                 step=int(steps[first]),
+                cause="learning_rate",
                 message=message,
+                advice=(
+                    "a lower learning rate or warm-up, gradient clipping "
+                    "(torch.nn.utils.clip_grad_norm_), and a look at that step's batch for bad "
+                    "samples or labels"
+                ),
+                summary=(
+                    f"the loss spiked {fmt(float(ratio[peak]))}x above its trend at step "
+                    f"{int(steps[first])}"
+                ),
                 evidence={
                     "scalar": name,
                     "peak_step": int(steps[peak]),

@@ -1,4 +1,4 @@
-"""Which logged scalars are the training and validation losses.
+"""The training and validation losses a run logged, and how to read their shape.
 
 ``train_loss`` is the training loss (``loss`` alone counts as one too) and
 ``val_loss`` the validation loss, as ``run.log`` and ``run.evaluate`` write them.
@@ -36,3 +36,22 @@ def train_loss(run: Any) -> tuple[str, np.ndarray, np.ndarray] | None:
 
 def val_loss(run: Any) -> tuple[str, np.ndarray, np.ndarray] | None:
     return loss_series(run, VAL_NAMES)
+
+
+def running_median(values: np.ndarray, width: int) -> np.ndarray:
+    """Centred median over ``width`` values (fewer at the ends): single-batch outliers removed."""
+    values = np.asarray(values, dtype=np.float64)
+    n = len(values)
+    if n == 0 or width <= 1:
+        return values.copy()
+    half = width // 2
+    padded = np.concatenate([np.full(half, values[0]), values, np.full(half, values[-1])])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)
+    return np.median(windows, axis=1)[:n]
+
+
+def tail_level(values: np.ndarray, fraction: float = 0.1, least: int = 5) -> float:
+    """Median of the last ``fraction`` of the values (at least ``least`` of them)."""
+    values = np.asarray(values, dtype=np.float64)
+    k = min(len(values), max(least, int(len(values) * fraction)))
+    return float(np.median(values[-k:]))

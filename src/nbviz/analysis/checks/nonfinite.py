@@ -98,33 +98,29 @@ def check(run: Any) -> list[Finding]:
         )
     same = [it for it in rest if it["step"] == origin["step"] and it["module"]]
     later = [it for it in rest if it["step"] > origin["step"] and it["module"]]
-    down_same = list(dict.fromkeys(it["module"] for it in same if it["module"] != origin["module"]))
-    down_later = list(
-        dict.fromkeys(
-            it["module"]
-            for it in later
-            if it["module"] != origin["module"] and it["module"] not in down_same
-        )
-    )
     on_rank = f" on rank {origin['rank']}" if origin.get("rank") is not None else ""
     message = f"First non-finite value (NaN/Inf) at step {origin['step']}{on_rank}, {where}."
-    if down_same:
-        message += f" Downstream at the same step: {names(down_same)}."
-    if down_later:
-        message += f" From later steps: {names(down_later)}."
+    spread = _spread(same, origin)
+    if spread:
+        message += f" It spread within that step to {spread}."
+    spread_later = _spread(later, origin, exclude=same)
+    if spread_later:
+        message += f" From later steps: {spread_later}."
     losses = [it for it in rest if it["signal"] == "loss"]
     if losses and origin["signal"] != "loss":
         message += f" The logged {losses[0]['name']} is non-finite from step {losses[0]['step']}."
-    message += (
-        f" Try: {hint}a lower learning rate, gradient clipping, or "
-        f"torch.autograd.set_detect_anomaly(True) around step {origin['step']}."
-    )
     return [
         Finding(
             check=CHECK,
             severity="error",
             layer=origin["module"],
             step=origin["step"],
+            cause="numerics",
+            advice=(
+                f"{hint}a lower learning rate, gradient clipping, or "
+                f"torch.autograd.set_detect_anomaly(True) around step {origin['step']}"
+            ),
+            summary=f"the first NaN/Inf appeared at step {origin['step']} {where}",
             message=message,
             evidence={
                 "origin": {
@@ -139,3 +135,36 @@ def check(run: Any) -> list[Finding]:
             },
         )
     ]
+
+
+def _spread(
+    items: list[dict[str, Any]], origin: dict[str, Any], exclude: list[dict[str, Any]] = ()
+) -> str:
+    """Where a non-finite value reached: later modules' outputs, then gradients, named apart.
+
+    Forward, it reaches the outputs of the modules after its origin; backward, the
+    gradients of every module (including those before it in forward order).
+    """
+    seen = {(it["signal"] == "activation", it["module"]) for it in exclude}
+    outputs = list(
+        dict.fromkeys(
+            it["module"]
+            for it in items
+            if it["signal"] == "activation"
+            and it["module"] != origin["module"]
+            and (True, it["module"]) not in seen
+        )
+    )
+    grads = list(
+        dict.fromkeys(
+            it["name"]
+            for it in items
+            if it["signal"] not in ("activation", "loss") and (False, it["module"]) not in seen
+        )
+    )
+    parts = []
+    if outputs:
+        parts.append(f"the outputs of {names(outputs)}")
+    if grads:
+        parts.append(f"the gradients of {names(grads)}")
+    return " and ".join(parts)

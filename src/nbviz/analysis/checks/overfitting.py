@@ -67,15 +67,20 @@ def check(run: Any) -> list[Finding]:
         f"Overfitting since step {onset}: {val_name} was lowest there ({fmt(best_val)}) and has "
         f"risen to {fmt(float(vv[-1]))} at step {last} (+{pct(rise)}, median of the last "
         f"evaluations), while {train_name} fell from {fmt(train_then)} to {fmt(train_now)} "
-        f"(-{pct(fall)}). Try: keep the checkpoint from step {onset} (early stopping), more "
-        "data or augmentation, weight decay or dropout, or a smaller model."
+        f"(-{pct(fall)})."
     )
     return [
         Finding(
             check=CHECK,
             severity="warning",
             step=onset,
+            cause="data",
             message=message,
+            advice=(
+                f"keep the checkpoint from step {onset} (early stopping), more data or "
+                "augmentation, weight decay or dropout, or a smaller model"
+            ),
+            summary=f"the model memorises its training set from step {onset}",
             evidence={
                 "best_step": onset,
                 "best_val_loss": best_val,

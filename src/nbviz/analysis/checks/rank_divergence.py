@@ -67,15 +67,16 @@ def check(run: Any) -> list[Finding]:
             f" to step {last}" if last not in (None, row.step) else ""
         )
         evidence = {"tensor": row.layer, "kind": row.signal, "relative_gap": rel, **detail}
+        advice = ""
         if rel < ROUNDING:
-            severity = "info"
+            severity, cause = "info", "numerics"
             message = (
                 f"'{row.layer}' differs across ranks only at rounding level ({who} vs rank 0, "
                 f"relative gap {fmt(rel)}) {since}: ranks on different hardware sum in another "
                 "order; nothing to fix unless it grows."
             )
         elif row.signal == "buffer":
-            severity = "info" if broadcast else "warning"
+            severity, cause = ("info" if broadcast else "warning"), "architecture"
             tail = (
                 "DDP copies rank 0's buffers to every rank at the next forward "
                 "(broadcast_buffers=True), so the other ranks' are discarded"
@@ -85,19 +86,24 @@ def check(run: Any) -> list[Finding]:
             )
             message = (
                 f"Buffer '{row.layer}' differs on {who} from rank 0 {since}: each rank "
-                f"updates it from its own part of the batch; {tail}. Try: "
+                f"updates it from its own part of the batch; {tail}."
+            )
+            advice = (
                 "torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) before wrapping in "
-                "DDP, to compute it over the global batch."
+                "DDP, to compute it over the global batch"
             )
         else:
-            severity = "error"
+            severity, cause = "error", "optimizer"
             message = (
                 f"Parameter '{row.layer}' differs on {who} from rank 0 {since} (checksum gap "
                 f"{fmt(gap)}, relative {fmt(rel)}): the replicas no longer train the same "
-                "model. Try: look for a change made on one rank only (a rank-dependent seed "
-                "or edit after wrapping in DDP), an optimizer.step() after a backward left "
-                "inside no_sync(), or parameters DDP does not synchronise; DDP broadcasts "
-                "rank 0's parameters only when it is constructed."
+                "model."
+            )
+            advice = (
+                "look for a change made on one rank only (a rank-dependent seed or edit after "
+                "wrapping in DDP), an optimizer.step() after a backward left inside no_sync(), "
+                "or parameters DDP does not synchronise; DDP broadcasts rank 0's parameters "
+                "only when it is constructed"
             )
         findings.append(
             Finding(
@@ -105,7 +111,10 @@ def check(run: Any) -> list[Finding]:
                 severity=severity,
                 layer=module,
                 step=int(row.step) if row.step is not None else None,
+                cause=cause,
                 message=message,
+                advice=advice,
+                summary=f"'{row.layer}' differs across ranks {since}",
                 evidence=evidence,
             )
         )
@@ -119,7 +128,10 @@ def check(run: Any) -> list[Finding]:
             severity=first.severity,
             layer=first.layer,
             step=first.step,
+            cause=first.cause,
             message=first.message + f" Also diverged: {names(others)}.",
+            advice=first.advice,
+            summary=first.summary,
             evidence=first.evidence,
         )
     return findings
