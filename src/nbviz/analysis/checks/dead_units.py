@@ -6,7 +6,9 @@ tell: in a healthy run up to ~11% of a ReLU layer's units are zero on a whole
 64-sample batch (rarely active features). So a unit counts as dead only when it
 was zero on every sample of each of the last :data:`WINDOW` captures (640
 samples at batch 64: a unit active on 1% of inputs stays silent that long with
-probability 0.99**640, about 0.2%).
+probability 0.99**640, about 0.2%). A run with fewer captures reads all but the
+first (at least :data:`MIN_CAPTURES`): units killed after the first capture
+still count.
 
 Thresholds, on the fraction of a layer's units that are dead: any is ``info``
 (a healthy digits CNN keeps ~20% of its small fully connected ReLU layer
@@ -55,7 +57,8 @@ def check(run: Any) -> list[Finding]:
         steps, zero = run.unit_stats(layer, "zero_frac")
         if len(steps) < MIN_CAPTURES or zero.shape[1] == 0:
             continue
-        window = min(WINDOW, len(steps))
+        # a short run: every capture but the first (the units may have died after it)
+        window = min(WINDOW, max(MIN_CAPTURES, len(steps) - 1))
         dead_now = (zero[-window:] >= ALL_ZERO).all(axis=0)
         n_dead, n_units = int(dead_now.sum()), int(zero.shape[1])
         if n_dead == 0:

@@ -35,7 +35,9 @@ layer's parameter gradient is its output gradient times its input, so a stack
 whose activations grow forward while its output gradients grow backward keeps
 parameter gradients level by depth. When the first main layer's output-gradient
 norm is :data:`EXPLODE_BACKPROP` (100) times the last one's (median of the last
-captures) the gradient explodes toward the input; at :data:`VANISH_BACKPROP`
+captures), or :data:`EXPLODE_BACKPROP_TREND` (10) times with most of
+:data:`TREND_LAYERS` (4) or more layers multiplying it (a geometric growth), the
+gradient explodes toward the input; at :data:`VANISH_BACKPROP`
 (1e-4) or less it vanishes (reported when the parameter gradients say nothing
 already). Healthy stacks: the digits CNN 1/13, a default-initialised eight-layer
 ReLU MLP 1/500 at its first capture and closer to level after.
@@ -62,6 +64,10 @@ EXPLODE_GROWTH = 100.0
 #: the backpropagated gradient explodes (or, under its inverse, vanishes).
 EXPLODE_BACKPROP = 100.0
 VANISH_BACKPROP = 1e-4
+#: A smaller growth counts when it is geometric: most layers multiply the gradient.
+EXPLODE_BACKPROP_TREND = 10.0
+#: Main layers needed before a growth can be called geometric.
+TREND_LAYERS = 4
 VANISH_ADVICE = (
     "ReLU-family activations instead of sigmoid/tanh, normalisation (BatchNorm, LayerNorm), "
     "residual connections, or Kaiming/Xavier initialisation"
@@ -207,7 +213,7 @@ def check_exploding(run: Any) -> list[Finding]:
         return []
     candidates: list[tuple[float, Finding]] = []
     for b in backprop_profiles(run, lay):
-        if b.total >= EXPLODE_BACKPROP:
+        if b.exploding:
             candidates.append((b.total, _exploding_backprop(lay, b)))
     grads, rel, weights, params = _relative(run, lay)
     if not params or rel.empty:
@@ -317,6 +323,7 @@ class Backprop:
     total: float
     per_layer: float
     consistency: float
+    exploding: bool
     onset: int
     window: int
     profile: dict[str, float]
@@ -345,7 +352,9 @@ def backprop_profiles(run: Any, lay: ModelLayout) -> list[Backprop]:
             continue
         total = float(nanmedian(totals[-window:]))
         steps = norms.index.to_numpy(dtype=np.int64)
-        far = (totals >= EXPLODE_BACKPROP) if total >= 1 else (totals <= VANISH_BACKPROP)
+        geometric = t.geometric and norms.shape[1] >= TREND_LAYERS
+        limit = EXPLODE_BACKPROP_TREND if geometric else EXPLODE_BACKPROP
+        far = (totals >= limit) if total >= 1 else (totals <= VANISH_BACKPROP)
         start = trailing_run_start(np.nan_to_num(far, nan=False))
         out.append(
             Backprop(
@@ -353,6 +362,7 @@ def backprop_profiles(run: Any, lay: ModelLayout) -> list[Backprop]:
                 total=total,
                 per_layer=t.per_layer,
                 consistency=t.consistency,
+                exploding=total >= limit,
                 onset=int(steps[start if start is not None else len(steps) - window]),
                 window=window,
                 profile={m: float(v) for m, v in zip(norms.columns, profile, strict=True)},
@@ -387,6 +397,7 @@ def _exploding_backprop(lay: ModelLayout, b: Backprop) -> Finding:
             "consistency": b.consistency,
             "output_gradient_norms": b.profile,
             "threshold": EXPLODE_BACKPROP,
+            "threshold_geometric": EXPLODE_BACKPROP_TREND,
             "window_captures": b.window,
         },
     )

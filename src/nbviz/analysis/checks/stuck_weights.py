@@ -48,6 +48,7 @@ CHECK = "stuck_weights"
 DISTANCE = 1e-6
 UPDATE_RATIO = 1e-7
 WINDOW = 10
+MIN_WINDOW = 3
 #: A step per unit of gradient this far below the learning parameters' is the optimizer's doing.
 OPTIMIZER_GAP = 1e-3
 #: An update/weight ratio below this vanishes in float32 rounding (2**-23 per element, with room).
@@ -136,7 +137,8 @@ def check(run: Any) -> list[Finding]:
         # a zero-norm weight has no ratio: it is stuck when its update is exactly zero
         ratio = np.where(np.isfinite(ratio), ratio, np.where(unorm == 0, 0.0, np.inf))
         dist = float(w["rel"].iloc[-1]) if np.isfinite(w["rel"].iloc[-1]) else None
-        window = min(WINDOW, len(ratio))
+        # a short run: every capture but the first (it may have stopped after it)
+        window = min(WINDOW, max(MIN_WINDOW, len(ratio) - 1))
         still = ratio < UPDATE_RATIO
         if not ((dist is not None and dist < DISTANCE) or bool(still[-window:].all())):
             with np.errstate(invalid="ignore", divide="ignore"):
