@@ -86,6 +86,8 @@ def data():
     yq = (xq @ torch.randn(8, 1, generator=g)).tanh() + 0.05 * torch.randn(512, 1, generator=g)
     return {
         "digits": (torch.from_numpy(d.x_train).flatten(1), torch.from_numpy(d.y_train)),
+        "pixels": (255 * torch.from_numpy(d.x_train).flatten(1), torch.from_numpy(d.y_train)),
+        "linear": (xq, xq @ torch.randn(8, 1, generator=g)),
         "images": (torch.from_numpy(d.x_train), torch.from_numpy(d.y_train)),
         "binary": (xr, (xr[:, 0] > 0).long()),
         "sequences": (xs, ((xs == 3).sum(1) >= 1).long()),
@@ -115,6 +117,12 @@ def _scenario(name: str):
     if name == "tiny_init":  # N(0, 0.01^2): about 16x smaller per layer
         m = normal_init(mlp(64, *[64] * 7, 10), lambda fan_in: 0.01)
         return m, torch.optim.Adam(m.parameters(), lr=1e-3), "digits", ce
+    if name == "lr_diverges":  # every step overshoots more, until the loss overflows
+        m = mlp(8, 32, 1, act=nn.Tanh)
+        return m, torch.optim.SGD(m.parameters(), lr=0.5), "linear", nn.functional.mse_loss
+    if name == "unscaled_inputs":  # raw pixel values 0..255
+        m = mlp(64, 64, 32, 10)
+        return m, torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), "pixels", ce
     if name == "healthy_adam_mlp":
         m = mlp(64, 64, 32, 10)
         return m, torch.optim.Adam(m.parameters(), lr=3e-3), "digits", ce
@@ -260,6 +268,38 @@ def test_a_learning_rate_too_low_is_named_with_a_range_to_try(every, recorded):
     assert 30 < factor < 3000 and "raise the learning rate" in first["advice"].lower()
     assert "(now 1.00e-04)" in first["advice"]
     assert len(verdict) == 1
+
+
+@EVERY
+def test_a_learning_rate_that_diverges_to_nan_is_the_root_of_the_nan(every, recorded):
+    run = recorded("lr_diverges", every)
+    findings, verdict = verdict_of(run)
+    assert not np.isfinite(run.scalars("train_loss")["value"]).all()
+    assert verdict.iloc[0]["cause"] == "learning_rate", explain(findings, verdict)
+    root = root_of(findings, verdict)
+    assert (root["check"], root["layer"], root["step"]) == (
+        "learning_rate_too_high",
+        "",
+        first_rise(run),
+    )
+    nan = findings[findings["check"] == "nonfinite"].iloc[0]
+    assert nan["root"] == root.name and nan["cause"] == "learning_rate"
+    assert nan["step"] > root["step"] and nan["advice"] == ""
+    assert "numerics" not in set(verdict["cause"])
+
+
+# ----------------------------------------------------------------------- data
+@EVERY
+def test_inputs_far_from_unit_scale_are_the_root_of_the_instability_they_cause(every, recorded):
+    run = recorded("unscaled_inputs", every)
+    findings, verdict = verdict_of(run)
+    assert verdict.iloc[0]["cause"] == "data", explain(findings, verdict)
+    root = root_of(findings, verdict)
+    assert (root["check"], root["layer"], root["step"]) == ("input_scale", "fc1", 0)
+    assert 50 < root["evidence"]["input_rms"] < 200  # raw pixels: 124 in truth
+    folded = findings[findings["root"] == root.name]
+    assert "learning_rate_too_high" in set(folded["check"])
+    assert "normalise the inputs" in verdict.iloc[0]["advice"].lower()
 
 
 # --------------------------------------------------------------- architecture

@@ -212,6 +212,22 @@ def _bad_init(ctx: Context, c: Finding, e: Finding) -> float:
     return 0.0
 
 
+def _input_scale(ctx: Context, c: Finding, e: Finding) -> float:
+    # inputs far above unit scale: the first layer's outputs and gradients are as large
+    if not _not_later(ctx, c, e):
+        return 0.0
+    if e.check == "bad_init":
+        return 0.8 if e.layer == c.layer or _ev(e, "kind") == "one layer" else 0.5
+    if e.check in ("saturated_units", "dead_units"):
+        at_start = _ev(e, "from_first_capture", _ev(e, "at_init", False))
+        return 0.8 if at_start else 0.0
+    if e.check == "learning_rate_too_high":
+        return 0.7
+    if e.check in ("exploding_gradients", "nonfinite", "loss_spikes", "vanishing_gradients"):
+        return 0.5
+    return 0.0
+
+
 def _vanishing(ctx: Context, c: Finding, e: Finding) -> float:
     if _no_gradient(e):
         deepest = max((ctx.depth(la) for la in _layers(c)), default=ctx.depth(c.layer))
@@ -279,6 +295,7 @@ RULES: dict[str, Rule] = {
     "dead_units": _dead,
     "saturated_units": _saturated,
     "bad_init": _bad_init,
+    "input_scale": _input_scale,
     "vanishing_gradients": _vanishing,
     "exploding_gradients": _exploding,
     "nonfinite": _nonfinite,

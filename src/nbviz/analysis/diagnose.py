@@ -34,6 +34,7 @@ from nbviz.analysis.checks import (
     dead_units,
     gradients,
     init_scale,
+    input_scale,
     learning_rate,
     loss_spikes,
     mislabeled,
@@ -66,6 +67,7 @@ COLUMNS = (
 CHECKS: dict[str, Callable[[Any], list[Finding]]] = {
     "nonfinite": nonfinite.check,
     "learning_rate_too_high": learning_rate.check_too_high,
+    "input_scale": input_scale.check,
     "bad_init": init_scale.check,
     "dead_units": dead_units.check,
     "saturated_units": saturation.check,
