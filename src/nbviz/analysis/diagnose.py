@@ -190,7 +190,10 @@ def to_frame(findings: Sequence[Finding], ctx: Context | None = None) -> pd.Data
 
 
 def format_findings(findings: pd.DataFrame) -> str:
-    """The findings as plain-text lines, worst first (what ``nbviz info RUN`` prints)."""
+    """The findings as plain-text lines, worst first (what ``nbviz info RUN`` prints).
+
+    A finding that follows from another is listed under its root, indented.
+    """
     missing = [c for c in ("check", "severity", "message") if c not in findings.columns]
     if missing:
         raise ValueError(
@@ -208,14 +211,34 @@ def format_findings(findings: pd.DataFrame) -> str:
             plural = "s" if n != 1 and severity != "info" else ""
             parts.append(f"{n} {severity}{plural}")
     lines = [f"findings ({', '.join(parts)}):"]
-    for row in ordered.to_dict("records"):
-        where = []
-        if row.get("layer"):
-            where.append(f"layer {row['layer']}")
-        step = row.get("step")
-        if step is not None and not pd.isna(step):
-            where.append(f"step {int(step)}")
-        place = f" [{', '.join(where)}]" if where else ""
-        lines.append(f"  {row['severity'].upper():<7} {row['check']}{place}")
-        lines.append(f"          {row['message']}")
+    rows = ordered.to_dict("records")
+    linked = "root" in ordered.columns and "id" in ordered.columns
+    under: dict[str, list[dict[str, Any]]] = {}
+    if linked:
+        ids = {r["id"] for r in rows}
+        for r in rows:
+            if r["root"] and r["root"] in ids:
+                under.setdefault(r["root"], []).append(r)
+        rows = [r for r in rows if not (r["root"] and r["root"] in ids)]
+        # a root goes where its worst consequence would
+        rows.sort(key=lambda r: min([r["_rank"]] + [f["_rank"] for f in under.get(r["id"], [])]))
+    for row in rows:
+        lines.extend(_finding_lines(row, ""))
+        for follower in under.get(row.get("id", ""), []):
+            lines.extend(_finding_lines(follower, "    ↳ "))
     return "\n".join(lines)
+
+
+def _finding_lines(row: dict[str, Any], indent: str) -> list[str]:
+    where = []
+    if row.get("layer"):
+        where.append(f"layer {row['layer']}")
+    step = row.get("step")
+    if step is not None and not pd.isna(step):
+        where.append(f"step {int(step)}")
+    place = f" [{', '.join(where)}]" if where else ""
+    pad = " " * len(indent)
+    return [
+        f"  {indent}{row['severity'].upper():<7} {row['check']}{place}",
+        f"          {pad}{row['message']}",
+    ]

@@ -4,7 +4,8 @@ The probe does not see the inputs, but the first main layer tells their scale:
 at initialisation its output's root mean square is its weight gain
 (``rms(W) * sqrt(fan_in)``, see :mod:`nbviz.analysis.checks.depth`) times the
 root mean square of its input, whatever the input's structure (the weights are
-random). So ``rms(first output) / gain`` estimates the input's scale: the
+random), the bias adding its own mean square. So
+``sqrt(rms(first output)^2 - rms(bias)^2) / gain`` estimates the input's scale: the
 digits scaled to [0, 1] read 0.49 (true 0.48), raw pixel values 0..255 read
 123 (true 124).
 
@@ -53,7 +54,10 @@ def check(run: Any) -> list[Finding]:
         gain = gains.get(first)
         if not gain:
             continue
-        estimate = float(rms.iloc[0][first]) / gain
+        # the bias adds its own square (a bias of -10 alone makes the output 10)
+        out = float(rms.iloc[0][first])
+        bias = _bias_rms(run, first, step)
+        estimate = float(np.sqrt(max(out**2 - bias**2, 0.0))) / gain
         if estimate < INFO_RMS:
             continue
         severity = "warning" if estimate >= WARN_RMS else "info"
@@ -80,7 +84,8 @@ def check(run: Any) -> list[Finding]:
                 summary=f"the inputs have a scale of about {fmt(estimate)}, not about 1",
                 evidence={
                     "input_rms": estimate,
-                    "output_rms": float(rms.iloc[0][first]),
+                    "output_rms": out,
+                    "bias_rms": bias,
                     "weight_gain": gain,
                     "threshold_info": INFO_RMS,
                     "threshold_warning": WARN_RMS,
@@ -88,3 +93,15 @@ def check(run: Any) -> list[Finding]:
             )
         )
     return findings
+
+
+def _bias_rms(run: Any, module: str, step: int) -> float:
+    """Root mean square of ``module``'s bias at ``step`` (0 without one)."""
+    name = f"{module}.bias"
+    if name not in run.recorded_layers("weight"):
+        return 0.0
+    rows = run.stats("weight", layer=name)
+    rows = rows[rows["step"] == step]
+    if rows.empty or not rows["count"].iloc[0]:
+        return 0.0
+    return float(rows["norm"].iloc[0]) / float(np.sqrt(rows["count"].iloc[0]))
