@@ -1,0 +1,250 @@
+// DataMap: each training sample at (variability, confidence) of the model's
+// probability for its label over the evaluations (Dataset Cartography). Easy
+// samples sit top-left, ambiguous ones to the right, and samples the model
+// confidently learns as another class bottom-left: often mislabelled. Points are
+// drawn with WebGL (regl-scatterplot) on a fixed square; a click on a point, or
+// on a row of the "most likely mislabelled" list, selects that sample and the
+// embedded SampleGallery shows it. Text from data goes in as text.
+import createScatterplot from "regl-scatterplot";
+import { childView } from "./lib/child.js";
+import { REGIONS, mapColours, mapTicks, toFraction } from "./lib/data_map.js";
+import { el, on, select } from "./lib/dom.js";
+import { listen, save } from "./lib/model.js";
+import { linearScale, pointSize } from "./lib/points.js";
+import { throttle } from "./lib/schedule.js";
+import { guard, message, viewState } from "./lib/state.js";
+import { decodeArray, encodeArray } from "./lib/wire.js";
+
+const COLOR_BY = /** @type {const} */ ([
+  ["correctness", "correctness"],
+  ["suspect", "likely mislabelled"],
+]);
+
+/** @param {{model: import("./lib/model.js").AnyModel, el: HTMLElement}} ctx */
+function render({ model, el: root }) {
+  root.classList.add("nbviz", "nbviz-datamap");
+  const colourSelect = select("nbviz-dm-color", "colour by", COLOR_BY);
+  const note = el("span", { class: "nbviz-dm-note nbviz-num" });
+  const toolbar = el("div", { class: "nbviz-toolbar" }, [el("label", {}, ["colour", colourSelect]), note]);
+  const canvas = /** @type {HTMLCanvasElement} */ (el("canvas"));
+  const regions = REGIONS.map((r) =>
+    el("span", { class: "nbviz-dm-region", text: r.name, style: { left: `${100 * r.x}%`, top: `${100 * r.y}%` } }),
+  );
+  const stage = el("div", { class: "nbviz-dm-stage" }, [canvas, ...regions]);
+  const ticks = mapTicks();
+  const xAxis = el(
+    "div",
+    { class: "nbviz-dm-xaxis" },
+    ticks.x.map((v) => el("span", { text: String(v), style: { left: `${100 * toFraction(v, 0)[0]}%` } })),
+  );
+  const yAxis = el(
+    "div",
+    { class: "nbviz-dm-yaxis" },
+    ticks.y.map((v) => el("span", { text: String(v), style: { top: `${100 * toFraction(0, v)[1]}%` } })),
+  );
+  const plotArea = el("div", { class: "nbviz-dm-plot" }, [
+    el("div", { class: "nbviz-dm-ylabel", text: "confidence (mean p of the label)" }),
+    yAxis,
+    stage,
+    el("div"),
+    el("div"),
+    xAxis,
+    el("div"),
+    el("div"),
+    el("div", { class: "nbviz-dm-xlabel", text: "variability (std of p over the evaluations)" }),
+  ]);
+  const legend = el("div", { class: "nbviz-dm-legend" });
+  const suspects = el("ol", { class: "nbviz-dm-suspects", attrs: { "aria-label": "most likely mislabelled" } });
+  const side = el("div", { class: "nbviz-dm-side" }, [
+    el("div", { class: "nbviz-dm-side-title", text: "most likely mislabelled" }),
+    suspects,
+  ]);
+  const selectedText = el("div", { class: "nbviz-dm-selected" });
+  const galleryHost = el("div", { class: "nbviz-dm-gallery" });
+  const body = el("div", { class: "nbviz-dm-body" }, [
+    toolbar,
+    el("div", { class: "nbviz-dm-row" }, [plotArea, side]),
+    legend,
+    selectedText,
+    galleryHost,
+  ]);
+  const messageHost = el("div");
+  root.replaceChildren(messageHost, body);
+
+  /** @type {any} */
+  let plot = null;
+  /** @type {any} */
+  let points = null;
+  let stale = true;
+  const xScale = linearScale([-1, 1], [0, 1]);
+  const yScale = linearScale([-1, 1], [1, 0]);
+
+  const ensurePlot = () => {
+    if (plot) return plot;
+    const { width, height } = stage.getBoundingClientRect();
+    if (width < 10 || height < 10) return null;
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${height}px`;
+    plot = createScatterplot({
+      canvas,
+      width,
+      height,
+      xScale,
+      yScale,
+      cameraIsFixed: true,
+      pointSize: 4,
+      pointSizeSelected: 3,
+      pointOutlineWidth: 2,
+      lassoOnLongPress: false,
+      deselectOnDblClick: true,
+      deselectOnEscape: true,
+      opacity: 0.8,
+      backgroundColor: [1, 1, 1, 0],
+    });
+    plot.subscribe("select", (/** @type {{points: number[]}} */ { points: picked }) => sendPicked(picked));
+    plot.subscribe("deselect", () => sendPicked([]));
+    return plot;
+  };
+
+  const sendPicked = (/** @type {number[]} */ picked) => {
+    save(model, { picked: { indices: encodeArray(Uint32Array.from(picked)) } });
+  };
+
+  const decode = () => {
+    const raw = model.get("points");
+    if (!raw || !raw.n) return null;
+    const xy = /** @type {Float32Array} */ (decodeArray(raw.xy).data);
+    const x = new Float32Array(raw.n);
+    const y = new Float32Array(raw.n);
+    for (let i = 0; i < raw.n; i++) {
+      x[i] = xy[2 * i];
+      y[i] = xy[2 * i + 1];
+    }
+    return {
+      n: raw.n,
+      x,
+      y,
+      correctness: decodeArray(raw.correctness).data,
+      suspect: decodeArray(raw.suspect).data,
+      first: raw.first ?? -1,
+    };
+  };
+
+  const draw = guard(messageHost, "Drawing the data map", () => {
+    const state = viewState(model);
+    if (state) {
+      message(messageHost, state.text, { kind: state.kind });
+      body.style.display = "none";
+      return;
+    }
+    messageHost.replaceChildren();
+    body.style.display = "";
+    if (stale || !points) points = decode();
+    stale = false;
+    note.textContent = model.get("note") || "";
+    colourSelect.value = model.get("color_by");
+    drawSuspects();
+    if (!points) {
+      message(messageHost, "No samples to map.", { kind: "empty" });
+      return;
+    }
+    const scatter = ensurePlot();
+    if (!scatter) return;
+    const { codes, colors, labels } = mapColours(model.get("color_by"), points.correctness, points.suspect);
+    scatter.set({ colorBy: "valueA", pointColor: colors, pointSize: Math.max(2, pointSize(points.n)) });
+    scatter.draw({ x: points.x, y: points.y, z: codes }, { zDataType: "categorical" }).then(() => {
+      root.dataset.drawn = String(points.n);
+      if (points.first >= 0) {
+        const at = scatter.getScreenPosition(points.first);
+        if (at) root.dataset.firstSuspect = `${Math.round(at[0])},${Math.round(at[1])}`;
+      }
+      applySelection();
+    });
+    legend.replaceChildren(
+      ...colors.map((c, k) =>
+        el("span", { class: "nbviz-dm-key" }, [el("span", { class: "nbviz-dm-swatch", style: { background: c } }), labels[k]]),
+      ),
+    );
+  });
+
+  const drawSuspects = () => {
+    /** @type {{id: number, index: number, label: string, predicted: string, score: number}[]} */
+    const rows = model.get("suspects") || [];
+    const chosen = new Set(model.get("selected_ids") || []);
+    suspects.replaceChildren(
+      ...rows.map((r) => {
+        const li = el(
+          "li",
+          { class: ["nbviz-dm-suspect", chosen.has(r.id) ? "nbviz-active" : ""], attrs: { tabindex: 0, "data-id": r.id } },
+          [
+            el("span", { class: "nbviz-num", text: `#${r.id}` }),
+            ` labelled ${r.label}, learned as ${r.predicted} `,
+            el("span", { class: "nbviz-num nbviz-dm-score", text: r.score.toFixed(2) }),
+          ],
+        );
+        const choose = () => {
+          if (plot) plot.select([r.index], { preventEvent: true });
+          sendPicked([r.index]);
+        };
+        li.addEventListener("click", choose);
+        li.addEventListener("keydown", (event) => {
+          if (event.key === "Enter" || event.key === " ") {
+            event.preventDefault();
+            choose();
+          }
+        });
+        return li;
+      }),
+    );
+  };
+
+  const applySelection = () => {
+    const ids = model.get("selected_ids") || [];
+    selectedText.textContent = ids.length ? `${ids.length.toLocaleString()} selected` : "";
+    drawSuspects();
+    const payload = model.get("selection");
+    if (plot && payload && payload.indices) {
+      plot.select(Array.from(decodeArray(payload.indices).data), { preventEvent: true });
+    }
+  };
+
+  const resize = new ResizeObserver(() => {
+    const { width, height } = stage.getBoundingClientRect();
+    if (width < 10 || height < 10) return;
+    if (!plot) {
+      draw();
+      return;
+    }
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${height}px`;
+    plot.set({ width, height });
+  });
+  resize.observe(stage);
+
+  const gallery = childView(model, "gallery", galleryHost, {
+    what: "Showing the samples",
+    placeholder: () => message(galleryHost, "Click a point (or a row of the list) to see its sample here.", { kind: "empty" }),
+  });
+  void gallery.refresh();
+  draw();
+  const schedule = throttle(draw, 50);
+  const unbind = [on(colourSelect, "change", () => save(model, { color_by: colourSelect.value }))];
+  const stops = [
+    listen(model, ["points"], () => {
+      stale = true;
+      schedule();
+    }),
+    listen(model, ["color_by", "suspects", "note", "empty", "error"], schedule),
+    listen(model, ["selected_ids", "selection"], applySelection),
+  ];
+  return () => {
+    for (const stop of stops) stop();
+    for (const off of unbind) off();
+    schedule.cancel();
+    resize.disconnect();
+    gallery.remove();
+    if (plot) plot.destroy();
+  };
+}
+
+export default { render };
