@@ -419,3 +419,44 @@ def test_a_cause_never_comes_after_its_consequence_and_links_never_cycle():
     b = _finding("exploding_gradients", 7, "fc1", kind="growth")
     links = link([a, b], ctx)  # NaN at 5 explains the growth at 7, not the reverse
     assert links.parent == [None, 0]
+
+
+# ------------------------------------------------ what the loop alone logs
+def _log_series(path: Path, losses, **series) -> nbviz.RunView:
+    with nbviz.Run(path) as run:
+        for step, loss in enumerate(losses):
+            run.log(step, train_loss=float(loss), **{k: float(v[step]) for k, v in series.items()})
+    return nbviz.open_run(path)
+
+
+def test_a_loss_that_blows_up_is_the_learning_rate_with_no_probe_at_all(tmp_path):
+    rng = np.random.default_rng(0)
+    losses = np.concatenate([2.3 - 0.01 * np.arange(20), 6 + rng.random(80)])
+    run = _log_series(tmp_path / "run", losses, lr=np.full(100, 0.5))
+    findings, verdict = verdict_of(run)
+    assert list(verdict["cause"]) == ["learning_rate"]
+    root = root_of(findings, verdict)
+    assert (root["check"], root["step"]) == ("learning_rate_too_high", 20)
+    assert "to 0.05 to 0.167 (now 0.5)" in verdict.iloc[0]["advice"]
+    run.close()
+
+
+def test_the_curvature_test_backs_a_blow_up_and_alone_is_only_worth_knowing(tmp_path):
+    steps = np.arange(100)
+    blown = np.concatenate([2.3 - 0.01 * np.arange(20), np.full(80, 6.0)])
+    sharp = {"sharpness": np.where(steps >= 20, 90.0, 10.0), "stability_limit": np.full(100, 40.0)}
+    run = _log_series(tmp_path / "blown", blown, lr=np.full(100, 0.05), **sharp)
+    findings, verdict = verdict_of(run)
+    root = root_of(findings, verdict)
+    assert root["evidence"]["sharpness"]["over"] == 80
+    assert "curvature test" in root["message"]
+    # the stable limit scales with 1/lr: lr * limit / sharpness
+    assert "below 0.0222 (now 0.05" in verdict.iloc[0]["advice"]
+    run.close()
+    calm = 2.3 * np.exp(-0.02 * steps)
+    run = _log_series(tmp_path / "calm", calm, lr=np.full(100, 0.05), **sharp)
+    findings, verdict = verdict_of(run)
+    assert list(verdict["cause"]) == ["healthy"]
+    row = findings[findings["check"] == "learning_rate_too_high"].iloc[0]
+    assert row["severity"] == "info" and "edge of stability" in row["message"]
+    run.close()
