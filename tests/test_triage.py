@@ -73,6 +73,18 @@ class SequenceClassifier(nn.Module):
         return self.head(self.encoder(self.embed(x)).mean(1))
 
 
+class ResidualBlock(nn.Module):
+    """conv-BN-ReLU-conv-BN plus the input, then ReLU."""
+
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c)
+        self.conv2, self.bn2 = nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x))))))
+
+
 @pytest.fixture(scope="module")
 def data():
     """Digits (flat), a random binary task, sequences and a regression target."""
@@ -123,6 +135,23 @@ def _scenario(name: str):
     if name == "unscaled_inputs":  # raw pixel values 0..255
         m = mlp(64, 64, 32, 10)
         return m, torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), "pixels", ce
+    if name == "healthy_resnet":
+        m = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            ResidualBlock(8),
+            ResidualBlock(8),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(8, 10),
+        )
+        return (
+            m,
+            torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4),
+            "images",
+            ce,
+        )
     if name == "healthy_adam_mlp":
         m = mlp(64, 64, 32, 10)
         return m, torch.optim.Adam(m.parameters(), lr=3e-3), "digits", ce
@@ -358,6 +387,7 @@ HEALTHY = [
     "healthy_tanh",
     "healthy_regression",
     "healthy_transformer",
+    "healthy_resnet",
 ]
 
 

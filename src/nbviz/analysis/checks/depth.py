@@ -51,6 +51,56 @@ def main_layers(lay: ModelLayout) -> dict[str, list[str]]:
     return {m: sorted(mods, key=lay.depth) for m, mods in owners.items()}
 
 
+#: Module types that rescale their input: the gradient before them is relative to its scale.
+NORMALISATION = frozenset(
+    {
+        "BatchNorm1d",
+        "BatchNorm2d",
+        "BatchNorm3d",
+        "SyncBatchNorm",
+        "LayerNorm",
+        "GroupNorm",
+        "InstanceNorm1d",
+        "InstanceNorm2d",
+        "InstanceNorm3d",
+        "LocalResponseNorm",
+        "RMSNorm",
+    }
+)
+
+
+def feeds_normalisation(lay: ModelLayout, module: str) -> bool:
+    """Whether the module the forward pass reached next after ``module`` normalises.
+
+    The gradient with respect to a normalised output scales with the inverse of
+    that output's scale (the network no longer depends on it), so its size by
+    depth says nothing about exploding or vanishing.
+    """
+    order = lay.forward_order
+    if module not in order:
+        return False
+    i = order.index(module)
+    return i + 1 < len(order) and lay.type_of(order[i + 1]) in NORMALISATION
+
+
+def same_shape(lay: ModelLayout, modules: list[str]) -> list[str]:
+    """The largest set of ``modules`` whose outputs have one shape (per sample), in order.
+
+    Gradient norms compare directly only between tensors of one size: pooling
+    or a narrower head changes the norm by the change of size alone. With
+    shapes unknown, all of them.
+    """
+    if not lay.shapes:
+        return modules
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for m in modules:
+        if m in lay.shapes:
+            groups.setdefault(lay.shapes[m], []).append(m)
+    if not groups:
+        return modules
+    return max(groups.values(), key=len)
+
+
 def _pivot(frame: pd.DataFrame, modules: list[str], value: pd.Series) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame(columns=modules, dtype=np.float64)

@@ -30,7 +30,10 @@ well-converged run are small everywhere, and this does not trip on that.
   100x within a few.
 
 They also read the gradient backpropagated to the main layers' outputs
-(:mod:`nbviz.analysis.checks.depth`), which parameter gradients can hide: a
+(:mod:`nbviz.analysis.checks.depth`; the largest set of them with one output
+shape, whose norms compare directly, leaving out those followed by a
+normalisation layer, whose gradient only mirrors their scale), which
+parameter gradients can hide: a
 layer's parameter gradient is its output gradient times its input, so a stack
 whose activations grow forward while its output gradients grow backward keeps
 parameter gradients level by depth. When the first main layer's output-gradient
@@ -52,7 +55,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nbviz.analysis.checks.depth import main_layers, output_grad_norm, trend
+from nbviz.analysis.checks.depth import (
+    feeds_normalisation,
+    main_layers,
+    output_grad_norm,
+    same_shape,
+    trend,
+)
 from nbviz.analysis.checks.finding import Finding, fmt, names
 from nbviz.analysis.checks.model import ModelLayout, layout, param_stats
 from nbviz.analysis.checks.robust import nanmedian, trailing_run_start
@@ -335,6 +344,7 @@ def backprop_profiles(run: Any, lay: ModelLayout) -> list[Backprop]:
         return []
     out = []
     for modules in main_layers(lay).values():
+        modules = same_shape(lay, [m for m in modules if not feeds_normalisation(lay, m)])
         if len(modules) < 3:
             continue
         norms = output_grad_norm(run, modules)

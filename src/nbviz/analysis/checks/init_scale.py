@@ -18,7 +18,8 @@ Healthy stacks stay within a few times: a default-initialised eight-layer ReLU
 MLP shrinks 3x, the digits CNN 3x, a sixteen-layer sigmoid MLP not at all. The
 layer named is where the change starts: the first main layer when the whole
 stack scales (most layers move the same way), or the one layer whose step
-carries most of the change.
+carries most of the change. Layers followed by a normalisation layer are left
+out: the normalisation resets the scale they give the signal.
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from nbviz.analysis.checks.depth import activation_rms, main_layers, trend, weight_gains
+from nbviz.analysis.checks.depth import (
+    activation_rms,
+    feeds_normalisation,
+    main_layers,
+    trend,
+    weight_gains,
+)
 from nbviz.analysis.checks.finding import Finding, fmt
 from nbviz.analysis.checks.model import layout
 
@@ -42,6 +49,8 @@ def check(run: Any) -> list[Finding]:
         return []
     findings = []
     for modules in main_layers(lay).values():
+        # a normalised output's scale is not the signal's: the layer after it resets it
+        modules = [m for m in modules if not feeds_normalisation(lay, m)]
         if len(modules) < 3:
             continue
         rms = activation_rms(run, modules)

@@ -26,7 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from nbviz.analysis.checks.depth import activation_rms, main_layers, weight_gains
+from nbviz.analysis.checks.depth import (
+    activation_rms,
+    feeds_normalisation,
+    main_layers,
+    weight_gains,
+)
 from nbviz.analysis.checks.finding import Finding, fmt
 from nbviz.analysis.checks.model import layout
 
@@ -46,6 +51,8 @@ def check(run: Any) -> list[Finding]:
         kind = lay.type_of(first)
         if not (kind.endswith("Linear") or kind.startswith("Conv")):
             continue  # the estimate holds for a product with the input (W x + b)
+        if feeds_normalisation(lay, first):
+            continue  # normalised right after: the input's scale is undone
         rms = activation_rms(run, [first])
         if rms.empty or not np.isfinite(rms.iloc[0][first]):
             continue

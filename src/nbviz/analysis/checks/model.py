@@ -9,7 +9,7 @@ order in which the forward pass reached each module.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -34,6 +34,8 @@ class ModelLayout:
     every: int | None
     #: the names of the run's probes (``run.watch(..., name=)``): "" for one unnamed
     models: tuple[str, ...] = ("",)
+    #: each module's output shape without the batch dimension, where recorded
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def depth(self, module: str) -> int:
         """Position of ``module`` in the forward pass (unknown modules after all known ones)."""
@@ -104,6 +106,11 @@ def layout(run: Any) -> ModelLayout | None:
         signals=tuple(probe.get("signals", ())),
         every=probe.get("every"),
         models=tuple(p.get("name", "") for p in probe.get("probes", [])) or ("",),
+        shapes={
+            m["name"]: tuple(int(d) for d in m["shape"][1:])
+            for m in modules
+            if isinstance(m.get("shape"), list) and len(m["shape"]) >= 1
+        },
     )
 
 
