@@ -423,6 +423,18 @@ def test_the_verdict_has_its_columns_and_scores_in_order(recorded):
     assert findings.loc[findings["id"] == row["findings"][0], "message"].str.contains("Try:").all()
 
 
+def test_the_run_gives_the_verdict_and_nbviz_info_prints_it_first(recorded, capsys):
+    from nbviz.cli import main
+
+    run = recorded("lr_too_low", None)
+    verdict = run.triage()
+    assert list(verdict.columns) == list(COLUMNS) and verdict.iloc[0]["cause"] == "learning_rate"
+    assert main(["info", str(run.path)]) == 0
+    out = capsys.readouterr().out
+    assert out.index("verdict:") < out.index("findings (")
+    assert out.splitlines()[1].lstrip().startswith("LEARNING RATE")
+
+
 # ------------------------------------------------------------ the mechanism
 def _finding(check: str, step: int | None, layer: str = "", **evidence) -> Finding:
     return Finding(check=check, severity="warning", message=check, layer=layer, step=step,

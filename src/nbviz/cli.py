@@ -21,6 +21,11 @@ def _info(args: argparse.Namespace) -> int:
     from nbviz.summary_text import run_summary
 
     with open_run(args.run) as run:
+        if not args.no_findings:  # the verdict first: what is broken, then the details
+            from nbviz.analysis.triage import triage, verdict_text
+
+            print(verdict_text(triage(run)))
+            print()
         print(run_summary(run, findings=not args.no_findings))
     return 0
 

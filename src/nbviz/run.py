@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # torch is only needed to watch or evaluate a model
     from torch import nn
 
     from nbviz.analysis.profile import Profile
+    from nbviz.probes.curvature import Curvature
     from nbviz.probes.merge import ProbeMeta
     from nbviz.probes.probe import Probe
 
@@ -70,10 +71,26 @@ class RunView(Reader):
         return frame
 
     def diagnose(self) -> pd.DataFrame:
-        """Findings about this run: what is broken, where, and since when."""
+        """Findings about this run: what is broken, where, since when, and what follows
+        from what (columns id, cause, root; see :mod:`nbviz.analysis.diagnose`)."""
         from nbviz.analysis.diagnose import diagnose
 
         return diagnose(self)
+
+    def triage(self) -> pd.DataFrame:
+        """The verdict: the likely causes (architecture, data, learning_rate, optimizer,
+        numerics), most likely first, or one ``healthy`` row; columns cause, score,
+        summary, evidence, advice, findings (see :mod:`nbviz.analysis.triage`)."""
+        from nbviz.analysis.triage import triage
+
+        return triage(self)
+
+    def sample_dynamics(self, split: str = "train") -> pd.DataFrame:
+        """Per sample of ``split``, over its logged evaluations: id, label, confidence,
+        variability, correctness, aum, mislabel_score (see :mod:`nbviz.analysis.dynamics`)."""
+        from nbviz.analysis.dynamics import sample_dynamics
+
+        return sample_dynamics(self, split)
 
     def __repr__(self) -> str:
         return f"<nbviz run {self.name!r} at {self.run_dir}>"
@@ -424,6 +441,39 @@ class Run(RunView):
             step=step,
             name=name,
             latest=self._latest_step(),
+            options=options,
+        )
+
+    # --------------------------------------------------------------- curvature
+    def curvature(
+        self,
+        model: nn.Module,
+        batch: Any,
+        loss_fn: Any,
+        *,
+        step: int | None = None,
+        optimizer: Any = None,
+        **options: Any,
+    ) -> Curvature:
+        """The curvature test: the training loss's sharpness against the stability limit.
+
+        ``batch`` is ``(inputs, targets)`` and the loss ``loss_fn(model(inputs),
+        targets)``; ``optimizer`` defaults to the one given to ``watch(model,
+        optimizer=...)``. Stores the scalars ``sharpness`` and ``stability_limit`` at
+        ``step`` (default: the last step logged) and returns the result. It costs a
+        few dozen backward passes: call it on a sparse schedule, e.g. every few hundred
+        steps. ``options``: ``iterations``, ``tol``, ``seed`` (see
+        :mod:`nbviz.probes.curvature`).
+        """
+        from nbviz.recording.curvature import record_curvature
+
+        return record_curvature(
+            self,
+            model,
+            batch,
+            loss_fn,
+            step=self._latest_step() if step is None else step,
+            optimizer=optimizer,
             options=options,
         )
 

@@ -1,4 +1,4 @@
-"""Several probes in one run: their "model" and "probe" meta, merged into one each.
+"""Several probes in one run: their "model", "probe" and "optimizer" meta, merged into one each.
 
 A run that watches two models (a GAN's generator and discriminator, a teacher
 and a student) keeps one model summary and one probe description, as readers
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 #: The meta keys that each probe writes for its own model.
-MERGED = ("model", "probe")
+MERGED = ("model", "probe", "optimizer")
 
 
 class ProbeMeta:
@@ -103,4 +103,9 @@ def _merge_probe(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-_MERGE = {"model": _merge_model, "probe": _merge_probe}
+def _merge_optimizer(parts: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per probe's optimizer, named by the probe."""
+    return [{"probe": n, **v} for n, v in parts.items()]
+
+
+_MERGE = {"model": _merge_model, "probe": _merge_probe, "optimizer": _merge_optimizer}

@@ -36,8 +36,9 @@ each rank's own statistics to ``<run>/ranks/<rank>/``, a run of its own.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -292,6 +293,25 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
                 self._shard.close()
             if self._on_close is not None:
                 self._on_close(self)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Record nothing inside the block: the hooks come off and go back on after it.
+
+        For extra passes that run like a training step but are not one (the
+        curvature test's forward and backward in train mode); the step in
+        progress, if any, carries on after the block as if nothing happened.
+        """
+        model = self._model_ref()
+        if self.closed or model is None:
+            yield
+            return
+        self._detach()
+        try:
+            yield
+        finally:
+            if not self.closed:
+                self._attach(model, self._optimizer)
 
     def flush(self) -> None:
         """Hand everything recorded so far to the writer (ends nothing in progress)."""

@@ -115,6 +115,34 @@ class Records:
             sink.insert("histograms", hist_rows)
         if unit_rows:
             sink.insert("unit_stats", unit_rows)
+        self._record_optimizer(sink)
+
+    def _record_optimizer(self, sink: Any) -> None:
+        """The optimizer's parameter groups at this capture step (with ``optimizer=``).
+
+        Each group's learning rate goes to the scalars (``optimizer/lr`` for the
+        first group, ``optimizer/lr/1``, ... for the others; ``<name>/optimizer/lr``
+        for a named probe), so that a schedule shows in the loss curves and the
+        diagnosis reads it; the rest of each group (momentum, betas, weight decay,
+        eps) goes to the meta ``optimizer`` whenever it changes. Capture steps only.
+        """
+        optimizer = self._optimizer
+        if optimizer is None:
+            return
+        groups = [_group_description(g) for g in optimizer.param_groups]
+        described = {"type": type(optimizer).__name__, "groups": groups}
+        if described != getattr(self, "_optimizer_described", None):
+            self._optimizer_described = described
+            sink.set_meta("optimizer", described)
+        base = f"{self.name}/optimizer/lr" if self.name else "optimizer/lr"
+        now = time.time()
+        rows = [
+            (base if k == 0 else f"{base}/{k}", self._tag, g["lr"], now)
+            for k, g in enumerate(groups)
+            if g.get("lr") is not None
+        ]
+        if rows:
+            sink.insert("scalars", rows)
 
     def _report_nonfinite(
         self,
@@ -261,6 +289,27 @@ class Records:
             },
         )
         self._summary_written = bool(self._shapes) or force
+
+
+def _group_description(group: dict[str, Any]) -> dict[str, Any]:
+    """A parameter group's hyperparameters as JSON numbers (a tensor lr read once)."""
+    out: dict[str, Any] = {"params": len(group.get("params", []))}
+    for key in ("lr", "momentum", "dampening", "weight_decay", "eps", "alpha"):
+        if key in group:
+            out[key] = _number(group[key])
+    if "betas" in group:
+        out["betas"] = [_number(b) for b in group["betas"]]
+    if "nesterov" in group:
+        out["nesterov"] = bool(group["nesterov"])
+    return out
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number == number and abs(number) != float("inf") else None
 
 
 def _json(value: Any) -> str:

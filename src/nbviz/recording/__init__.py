@@ -9,6 +9,7 @@ these modules and write what comes back.
   as predictions, embeddings, samples and captures;
 - :mod:`~nbviz.recording.capture`: ``capture``, one sample through the layers;
 - :mod:`~nbviz.recording.profiling`: ``profile``, a profiled step stored at a step;
+- :mod:`~nbviz.recording.curvature`: ``curvature``, the curvature test stored at a step;
 - :mod:`~nbviz.recording.ranks`: the process's place under ``torch.distributed``;
 - :mod:`~nbviz.recording.watching`: ``watch``, one watched model per name.
 

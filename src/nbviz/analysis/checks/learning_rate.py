@@ -12,8 +12,10 @@ loss rises instead of falling. Read from the training loss (every logged step):
   Where minibatch losses are very noisy (an untrained model's logits in the
   hundreds), it must also stand :data:`NOISE_Z` (6) noise levels above the
   start (twice that for a single loss), the noise being the robust spread of
-  the step-to-step changes; the blow-up is dated from the first step over the
-  plain thresholds;
+  the step-to-step changes, or hold: the median of :data:`LEVEL_WINDOW` (11)
+  consecutive losses above 1.3x the start (a loss that rose and stays up,
+  however noisy). The blow-up is dated from the first step over the plain
+  thresholds;
 - it *resets*: after at least :data:`MIN_PROGRESS` (20%) of the starting loss
   was gained, the median of five consecutive losses climbs back by
   :data:`RESET` (80%) of that progress (healthy runs: at most 15-45%).
@@ -57,8 +59,10 @@ BLOWUP_SMOOTH = 1.3
 BLOWUP_RAW = 2.0
 RESET = 0.8
 MIN_PROGRESS = 0.2
-#: A blow-up must also stand this many noise levels above the start (twice for one loss).
+#: A blow-up must also stand this many noise levels above the start (twice for one loss)...
 NOISE_Z = 6.0
+#: ... or hold: the median of this many consecutive losses above the plain threshold.
+LEVEL_WINDOW = 11
 BIG_UPDATE = 0.1
 LOW_UPDATE = 1e-4
 LOW_FALL = 0.1
@@ -86,7 +90,8 @@ def instability(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | None:
     events = []
     plain = (s3 >= BLOWUP_SMOOTH * start) | (values >= BLOWUP_RAW * start)
     clear = (s3 >= start + NOISE_Z * noise) | (values >= start + 2 * NOISE_Z * noise)
-    confirmed = np.flatnonzero(plain & clear)
+    level = running_median(values, LEVEL_WINDOW) >= BLOWUP_SMOOTH * start  # stays up
+    confirmed = np.flatnonzero(plain & (clear | level))
     if len(confirmed):
         i = int(np.flatnonzero(plain)[0])  # the run-up to it counts from its first step
         end = min(len(values), int(confirmed[0]) + 10)
