@@ -225,3 +225,52 @@ def test_a_rare_class_the_model_misses_is_an_imbalance_warning(tmp_path, digits)
     assert row["evidence"]["small"] == [7] and row["evidence"]["ratio"] > 30
     assert row["evidence"]["minority_recall_gap"] >= 0.25
     run.close()
+
+
+# ------------------------------------------------------------------ the view
+def test_the_data_map_places_each_sample_and_a_pick_opens_it(noisy):
+    from nbviz.widgets.base import array_from_payload, array_trait_payload
+
+    run, flipped = noisy(1)
+    view = nbviz.DataMap(run, live=False)
+    dyn = view.dynamics
+    assert view.points["n"] == len(dyn) == 1348
+    xy = array_from_payload(view.points["xy"])
+    assert xy.dtype == np.float32 and xy.shape == (len(dyn), 2)
+    # variability across [0, 0.5] and confidence up [0, 1], in device coordinates
+    assert np.allclose(xy[:, 0], 4 * dyn["variability"] - 1, atol=1e-6)
+    assert np.allclose(xy[:, 1], 2 * dyn["confidence"] - 1, atol=1e-6)
+    suspect = array_from_payload(view.points["suspect"])
+    assert suspect.sum() > 0.08 * len(dyn)
+    listed = [row["id"] for row in view.suspects]
+    assert len(listed) == 20 and np.isin(listed, flipped).mean() >= 0.9
+    first = view.suspects[0]
+    assert view.points["first"] == first["index"] and dyn["id"].iloc[first["index"]] == first["id"]
+    # a click on a point (its index) selects the sample; the gallery shows it
+    view.picked = {"indices": array_trait_payload(np.array([first["index"]], dtype=np.uint32))}
+    assert view.selected_ids == [first["id"]]
+    assert view.gallery is not None and view.gallery.ids == [first["id"]]
+    view.close()
+
+
+def test_the_data_map_says_what_to_log_without_training_evaluations(tmp_path):
+    with nbviz.Run(tmp_path / "run") as run:
+        run.log(0, train_loss=1.0)
+        view = nbviz.DataMap(run, live=False)
+        assert "run.evaluate(step, model, loader, split='train')" in view.empty
+        view.close()
+    with pytest.raises(ValueError, match="DataMap: color_by must be one of"):
+        nbviz.DataMap(run, color_by="loss")
+
+
+def test_the_dashboard_maps_the_training_data_and_a_finding_selects_its_samples(noisy):
+    run, flipped = noisy(None)
+    dash = nbviz.Dashboard(run, live=False)
+    assert dash.data_map is not None and dash.health is not None
+    findings = dash.health.findings
+    i = next(k for k, f in enumerate(findings) if f["check"] == "mislabeled_samples")
+    dash.health.selected = i
+    assert dash.health.selected_split == "train"
+    assert dash.data_map.selected_ids == dash.health.selected_ids
+    assert np.isin(dash.data_map.selected_ids, flipped).mean() >= 0.9
+    dash.close()

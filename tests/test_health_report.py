@@ -74,3 +74,59 @@ def test_the_dashboard_badges_layers_and_opens_a_findings_layer(tmp_path: Path) 
 def test_a_healthy_run_reports_no_warnings(demo_run) -> None:
     report = nbviz.HealthReport(demo_run, live=False)
     assert {f["severity"] for f in report.findings} <= {"info"}
+
+
+def lr_spike_run(path: Path) -> nbviz.Run:
+    """A small ReLU MLP at lr=10: the loss blows up and a ReLU layer dies."""
+    torch.manual_seed(0)
+    model = nn.Sequential()
+    model.add_module("fc1", nn.Linear(16, 32))
+    model.add_module("act1", nn.ReLU())
+    model.add_module("fc2", nn.Linear(32, 32))
+    model.add_module("act2", nn.ReLU())
+    model.add_module("fc3", nn.Linear(32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=10.0)
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(256, 16, generator=g), torch.randint(0, 4, (256,), generator=g)
+    run = nbviz.Run(path)
+    run.watch(model, every=1, optimizer=opt)
+    for step in range(40):
+        idx = torch.randint(0, 256, (64,), generator=g)
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
+        loss.backward()
+        opt.step()
+        run.log(step, train_loss=loss)
+    run.flush()
+    return run
+
+
+def test_the_report_opens_with_the_verdict_and_folds_consequences_under_their_root(
+    tmp_path: Path,
+) -> None:
+    run = lr_spike_run(tmp_path / "spike")
+    report = nbviz.HealthReport(run, live=False)
+    first = report.verdict[0]
+    assert first["cause"] == "learning_rate" and 0 < first["score"] <= 1
+    assert first["summary"].startswith("The learning rate") and "Try" not in first["summary"]
+    assert first["findings"][0] == "learning_rate_too_high@" + first["findings"][0].split("@")[1]
+    by_id = {f["id"]: f for f in report.findings}
+    root = by_id[first["findings"][0]]
+    followers = [f for f in report.findings if f["root"] == root["id"]]
+    assert followers and all(f["advice"] == "" for f in followers)
+    assert {f["cause"] for f in followers} == {"learning_rate"}
+    report.expanded = [root["id"]]
+    # a click on a consequence goes to its layer and step
+    dead = next(i for i, f in enumerate(report.findings) if f["check"] == "dead_units")
+    report.selected = dead
+    assert (report.layer, report.step) == (
+        report.findings[dead]["layer"],
+        report.findings[dead]["step"],
+    )
+    assert report.selected_ids == []  # not a finding about samples
+    run.close()
+
+
+def test_a_healthy_run_gets_one_healthy_verdict(demo_run) -> None:
+    report = nbviz.HealthReport(demo_run, live=False)
+    assert [v["cause"] for v in report.verdict] == ["healthy"]

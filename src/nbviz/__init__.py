@@ -29,6 +29,7 @@ _PUBLIC = {
     "EmbeddingProjector": "nbviz.widgets.projector",
     "StepScrubber": "nbviz.widgets.scrubber",
     "HealthReport": "nbviz.widgets.health",
+    "DataMap": "nbviz.widgets.data_map",
     "Profiler": "nbviz.widgets.profiler",
 }
 

@@ -23,11 +23,12 @@ __all__ = ["Dashboard"]
 # (attribute, module, class, what the run must hold for it, keyword arguments)
 _VIEWS: tuple[tuple[str, str, str, str, dict[str, Any]], ...] = (
     ("loss_curves", "nbviz.widgets.loss_curves", "LossCurves", "scalars", {}),
-    ("health", "nbviz.widgets.health", "HealthReport", "captures", {}),
+    ("health", "nbviz.widgets.health", "HealthReport", "anything", {}),
     ("layers", "nbviz.widgets.layer_browser", "LayerBrowser", "captures", {}),
     ("histograms", "nbviz.widgets.histograms", "Histograms", "histograms", {}),
     ("confusion", "nbviz.widgets.confusion", "ConfusionMatrix", "predictions", {}),
     ("projector", "nbviz.widgets.projector", "EmbeddingProjector", "embeddings", {"method": "pca"}),
+    ("data_map", "nbviz.widgets.data_map", "DataMap", "training dynamics", {}),
     ("profiler", "nbviz.widgets.profiler", "Profiler", "profiles", {}),
 )
 
@@ -43,6 +44,10 @@ def _holds(run: Any, what: str) -> bool:
         return bool(run.splits())
     if what == "embeddings":
         return any(run.embedding_layers(split) for split in run.splits())
+    if what == "anything":  # the verdict reads the loss alone if that is all there is
+        return bool(run.scalar_names() or run.recorded_layers() or run.splits())
+    if what == "training dynamics":  # the training split evaluated at two steps or more
+        return len(run.prediction_steps("train")) >= 2
     if what == "profiles":
         return bool(len(run.profile_steps()))
     raise ValueError(f"Dashboard: unknown requirement {what!r}")
@@ -94,7 +99,8 @@ class Dashboard(W.VBox):
         self.add_class("nbviz-dashboard")
 
     def _link_views(self) -> None:
-        """Cross-view links: a finding opens its layer; a confusion cell selects points."""
+        """Cross-view links: a finding opens its layer, or its training samples in the data
+        map; a confusion cell highlights points."""
         health, layers = self.views.get("health"), self.views.get("layers")
         if health is not None and layers is not None:
             layers.badges = health.badges()
@@ -106,6 +112,15 @@ class Dashboard(W.VBox):
                     layers.selected_layer = change["new"]
 
             health.observe(open_layer, "layer")
+        data_map = self.views.get("data_map")
+        if health is not None and data_map is not None:
+            # a finding about training samples (the mislabelled ones) selects them
+
+            def show_samples(change: Any) -> None:
+                if health.selected_split == data_map.split and change["new"]:
+                    data_map.selected_ids = list(change["new"])
+
+            health.observe(show_samples, "selected_ids")
         confusion, projector = self.views.get("confusion"), self.views.get("projector")
         if confusion is not None and projector is not None:
             if "highlight_ids" in projector.trait_names():
@@ -120,6 +135,7 @@ class Dashboard(W.VBox):
             "histograms": "Distributions over steps",
             "confusion": "Where the model errs",
             "projector": "Embeddings",
+            "data_map": "Training data map",
             "profiler": "Where a step spends its time",
         }[attr]
         header = W.HTML()

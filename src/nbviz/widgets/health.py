@@ -1,11 +1,17 @@
-"""HealthReport: the run's diagnosis as a list, worst first, each finding a link.
+"""HealthReport: the verdict on a run first, then its findings, each a link.
 
-Each row is one finding of ``run.diagnose()``: its severity, check, where
-(layer) and since when (step), and the message in plain words; the evidence
-opens under it. Clicking a finding sets ``step`` to the finding's step and
-``layer`` to its layer, so in the :class:`~nbviz.widgets.dashboard.Dashboard`
-the scrubber moves there and the LayerBrowser opens that layer. While the run
-grows the diagnosis is recomputed (at most every ``MIN_INTERVAL`` seconds).
+The report opens with ``run.triage()``: the likely causes, most likely first,
+each with how likely it is, one sentence and what to try. Below, each root
+finding of ``run.diagnose()`` is listed with the findings that follow from it
+folded under it (``expanded`` holds the roots opened). A finding shows its
+severity, check, where (layer) and since when (step), and the message in plain
+words; the evidence opens under it. Clicking a finding sets ``step`` to its
+step and ``layer`` to its layer, so in the
+:class:`~nbviz.widgets.dashboard.Dashboard` the scrubber moves there and the
+LayerBrowser opens that layer; a finding about samples (mislabelled samples, a
+class's errors) also sets ``selected_ids`` (and ``selected_split``) to them.
+While the run grows the diagnosis is recomputed (at most every
+``MIN_INTERVAL`` seconds).
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ import math
 import time
 from typing import Any
 
+import numpy as np
 import traitlets
 
+from nbviz.analysis.triage import triage
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, view_css
 
@@ -57,9 +65,12 @@ class HealthReport(LiveView):
     live
         Diagnose again while the run grows.
 
-    Traits: ``step`` (linked; set to a clicked finding's step), ``layer`` (the
-    clicked finding's layer, "" for run-level findings), ``selected`` (index of
-    the clicked finding, -1 for none), ``show_info``.
+    Traits: ``verdict`` (the rows of ``run.triage()``), ``findings``, ``step``
+    (linked; set to a clicked finding's step), ``layer`` (the clicked finding's
+    layer, "" for run-level findings), ``selected`` (index of the clicked finding,
+    -1 for none), ``selected_ids`` and ``selected_split`` (the samples a clicked
+    finding is about), ``expanded`` (ids of the roots shown with their
+    consequences), ``show_info``.
     """
 
     _esm = esm("health")
@@ -69,8 +80,19 @@ class HealthReport(LiveView):
     selected = traitlets.Int(-1, help="Index of the clicked finding in `findings`.").tag(sync=True)
     show_info = traitlets.Bool(True, help="List info findings too.").tag(sync=True)
     findings = traitlets.List(
-        traitlets.Dict(), help="check, layer, step, severity, message, evidence (JSON text)"
+        traitlets.Dict(),
+        help="id, check, layer, step, severity, message, evidence (JSON text), cause, root, advice",
     ).tag(sync=True)
+    verdict = traitlets.List(
+        traitlets.Dict(), help="cause, score, summary, advice, evidence, findings: run.triage()"
+    ).tag(sync=True)
+    expanded = traitlets.List(
+        traitlets.Unicode(), help="Ids of the root findings shown with their consequences."
+    ).tag(sync=True)
+    selected_ids = traitlets.List(
+        traitlets.Int(), help="Sample ids of the clicked finding (mislabelled samples, errors)."
+    ).tag(sync=True)
+    selected_split = traitlets.Unicode("", help="Split of selected_ids.").tag(sync=True)
 
     def __init__(self, run: Any, *, live: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -84,10 +106,28 @@ class HealthReport(LiveView):
         i = change["new"]
         if 0 <= i < len(self.findings):
             finding = self.findings[i]
+            split, ids = self._samples_of(finding)
             with self.hold_sync():
                 self.layer = finding["layer"]
                 if finding["step"] is not None:
                     self.step = int(finding["step"])
+                self.selected_split = split
+                self.selected_ids = ids
+
+    def _samples_of(self, finding: dict[str, Any]) -> tuple[str, list[int]]:
+        """(split, sample ids) a finding is about: its suspects, or a class's errors."""
+        evidence = json.loads(finding["evidence"] or "{}")
+        split = evidence.get("split") or ""
+        if finding["check"] == "mislabeled_samples":
+            return split, [int(i) for i in evidence.get("ids", [])]
+        if finding["check"] in ("class_error_imbalance", "unlearned_classes") and split:
+            preds = self._run.predictions(split=split)
+            wrong = preds[
+                (preds["label"] == evidence.get("class")) & (preds["pred"] != preds["label"])
+            ]
+            order = np.argsort(-wrong["loss"].fillna(-np.inf).to_numpy(), kind="stable")
+            return split, [int(i) for i in wrong["id"].to_numpy()[order]]
+        return "", []
 
     def badges(self) -> dict[str, list[str]]:
         """The worst finding per layer, as ``LayerBrowser.badges`` takes them."""
@@ -100,11 +140,26 @@ class HealthReport(LiveView):
     def _rebuild(self) -> None:
         self._last = time.monotonic()
         frame = self._run.diagnose()
+        self.verdict = [
+            {
+                "cause": str(v["cause"]),
+                "score": float(v["score"]),
+                "summary": str(v["summary"]),
+                "advice": str(v["advice"]),
+                "evidence": [str(e) for e in v["evidence"]],
+                "findings": [str(i) for i in v["findings"]],
+            }
+            for v in triage(self._run, frame).to_dict("records")
+        ]
         rows = []
         for f in frame.to_dict("records"):
             step = f["step"]
             rows.append(
                 {
+                    "id": str(f["id"]),
+                    "cause": str(f["cause"]),
+                    "root": str(f["root"]),
+                    "advice": str(f["advice"]),
                     "check": str(f["check"]),
                     "layer": str(f["layer"] or ""),
                     "step": None if step is None or step != step else int(step),
@@ -118,6 +173,8 @@ class HealthReport(LiveView):
                 }
             )
         self.findings = rows
+        ids = {r["id"] for r in rows}
+        self.expanded = [i for i in self.expanded if i in ids]
         if self.selected >= len(rows):
             self.selected = -1
         recorded = self._run.scalar_names() or self._run.recorded_layers() or self._run.splits()
@@ -147,5 +204,22 @@ HealthReport._css = view_css(
 .nbviz-hr-evidence { margin: 4px 0 0 0; font-size: 0.85em; white-space: pre-wrap;
   color: var(--jp-ui-font-color2, #616161); }
 .nbviz-hr-healthy { color: #2e7d32; }
+.nbviz-hr-verdicts { display: flex; flex-direction: column; gap: 6px; margin-bottom: 8px; }
+.nbviz-hr-verdict { padding: 6px 10px; border-radius: 4px; border-left: 4px solid #9e9e9e;
+  background: var(--jp-layout-color2, #f5f5f5); }
+.nbviz-hr-verdict.nbviz-hr-first { border-left-color: #e65100; }
+.nbviz-hr-verdict.nbviz-hr-cause-healthy { border-left-color: #2e7d32; }
+.nbviz-hr-verdict-head { display: flex; gap: 0.8em; align-items: baseline; }
+.nbviz-hr-cause { font-weight: 700; text-transform: capitalize; }
+.nbviz-hr-score { color: var(--jp-ui-font-color2, #616161); font-variant-numeric: tabular-nums; }
+.nbviz-hr-sentence { margin-top: 2px; }
+.nbviz-hr-advice { margin-top: 2px; color: var(--jp-ui-font-color1, #212121); }
+.nbviz-hr-try { font-weight: 600; }
+.nbviz-hr-toggle { font: inherit; font-size: 0.9em; margin-top: 4px; padding: 0 6px;
+  cursor: pointer; border: 1px solid var(--jp-border-color1, #bdbdbd); border-radius: 3px;
+  background: var(--jp-layout-color1, #fff); color: inherit; }
+.nbviz-hr-children { list-style: none; margin: 4px 0 0 1.2em; padding: 0;
+  border-left: 2px solid var(--jp-border-color2, #e0e0e0); }
+.nbviz-hr-children .nbviz-hr-item { border-bottom: none; }
 """
 )
