@@ -7,7 +7,7 @@
 // embedded SampleGallery shows it. Text from data goes in as text.
 import createScatterplot from "regl-scatterplot";
 import { childView } from "./lib/child.js";
-import { REGIONS, mapColours, mapTicks, toFraction } from "./lib/data_map.js";
+import { REGIONS, mapColours, mapTicks, nearestPoint, toFraction } from "./lib/data_map.js";
 import { el, on, select } from "./lib/dom.js";
 import { listen, save } from "./lib/model.js";
 import { linearScale, pointSize } from "./lib/points.js";
@@ -15,6 +15,8 @@ import { throttle } from "./lib/schedule.js";
 import { guard, message, viewState } from "./lib/state.js";
 import { decodeArray, encodeArray } from "./lib/wire.js";
 
+/** Pixels from a click within which the nearest point is picked. */
+const PICK_RADIUS = 8;
 const COLOR_BY = /** @type {const} */ ([
   ["correctness", "correctness"],
   ["suspect", "likely mislabelled"],
@@ -81,7 +83,7 @@ function render({ model, el: root }) {
 
   const ensurePlot = () => {
     if (plot) return plot;
-    const { width, height } = stage.getBoundingClientRect();
+    const [width, height] = [stage.clientWidth, stage.clientHeight]; // inside the border
     if (width < 10 || height < 10) return null;
     canvas.style.width = `${width}px`;
     canvas.style.height = `${height}px`;
@@ -101,9 +103,18 @@ function render({ model, el: root }) {
       opacity: 0.8,
       backgroundColor: [1, 1, 1, 0],
     });
-    plot.subscribe("select", (/** @type {{points: number[]}} */ { points: picked }) => sendPicked(picked));
-    plot.subscribe("deselect", () => sendPicked([]));
     return plot;
+  };
+
+  // a click picks the nearest point within a few pixels (the square maps [-1, 1] onto
+  // its sides: the camera is fixed), so what is picked does not hang on the renderer
+  const pickAt = (/** @type {MouseEvent} */ event) => {
+    if (!points || !plot) return;
+    const rect = canvas.getBoundingClientRect();
+    const i = nearestPoint(points.x, points.y, event.clientX - rect.left, event.clientY - rect.top, rect.width, rect.height, PICK_RADIUS);
+    if (i < 0) return;
+    plot.select([i], { preventEvent: true });
+    sendPicked([i]);
   };
 
   const sendPicked = (/** @type {number[]} */ picked) => {
@@ -209,7 +220,7 @@ function render({ model, el: root }) {
   };
 
   const resize = new ResizeObserver(() => {
-    const { width, height } = stage.getBoundingClientRect();
+    const [width, height] = [stage.clientWidth, stage.clientHeight];
     if (width < 10 || height < 10) return;
     if (!plot) {
       draw();
@@ -228,7 +239,10 @@ function render({ model, el: root }) {
   void gallery.refresh();
   draw();
   const schedule = throttle(draw, 50);
-  const unbind = [on(colourSelect, "change", () => save(model, { color_by: colourSelect.value }))];
+  const unbind = [
+    on(colourSelect, "change", () => save(model, { color_by: colourSelect.value })),
+    on(canvas, "click", pickAt),
+  ];
   const stops = [
     listen(model, ["points"], () => {
       stale = true;

@@ -238,8 +238,8 @@ def test_the_data_map_places_each_sample_and_a_pick_opens_it(noisy):
     xy = array_from_payload(view.points["xy"])
     assert xy.dtype == np.float32 and xy.shape == (len(dyn), 2)
     # variability across [0, 0.5] and confidence up [0, 1], in device coordinates
-    assert np.allclose(xy[:, 0], 4 * dyn["variability"] - 1, atol=1e-6)
-    assert np.allclose(xy[:, 1], 2 * dyn["confidence"] - 1, atol=1e-6)
+    assert np.allclose(xy[:, 0], 0.96 * (4 * dyn["variability"] - 1), atol=1e-6)
+    assert np.allclose(xy[:, 1], 0.96 * (2 * dyn["confidence"] - 1), atol=1e-6)
     suspect = array_from_payload(view.points["suspect"])
     assert suspect.sum() > 0.08 * len(dyn)
     listed = [row["id"] for row in view.suspects]

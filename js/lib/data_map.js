@@ -5,6 +5,8 @@ import { viridis, rgbToHex } from "./color.js";
 
 /** Variability's axis ends at 0.5: the standard deviation of values in [0, 1] never exceeds it. */
 export const VARIABILITY_MAX = 0.5;
+/** The axes' ends sit this far inside the plot's sides (device units), so edge points show whole. */
+export const INSET = 0.96;
 /** Correctness bins coloured by the map (0, 0.2, ..., 1). */
 export const CORRECTNESS_BINS = 6;
 export const SUSPECT_COLOR = "#d62728";
@@ -17,7 +19,7 @@ export const OTHER_COLOR = "#9e9e9e";
  * @returns {[number, number]}
  */
 export function toDevice(variability, confidence) {
-  return [(2 * variability) / VARIABILITY_MAX - 1, 2 * confidence - 1];
+  return [INSET * ((2 * variability) / VARIABILITY_MAX - 1), INSET * (2 * confidence - 1)];
 }
 
 /**
@@ -27,7 +29,8 @@ export function toDevice(variability, confidence) {
  * @returns {[number, number]}
  */
 export function toFraction(variability, confidence) {
-  return [variability / VARIABILITY_MAX, 1 - confidence];
+  const [x, y] = toDevice(variability, confidence);
+  return [(x + 1) / 2, (1 - y) / 2];
 }
 
 /**
@@ -58,6 +61,34 @@ export function mapColours(mode, correctness, suspect) {
 }
 
 /**
+ * The point nearest a click at (px, py) CSS pixels in a width x height plot whose
+ * sides are device coordinates -1 and 1, or -1 when none lies within `radius` pixels.
+ * Ties go to the lower index.
+ * @param {ArrayLike<number>} x  device coordinates
+ * @param {ArrayLike<number>} y
+ * @param {number} px
+ * @param {number} py
+ * @param {number} width
+ * @param {number} height
+ * @param {number} radius
+ * @returns {number}
+ */
+export function nearestPoint(x, y, px, py, width, height, radius) {
+  let best = -1;
+  let bestD = radius * radius;
+  for (let i = 0; i < x.length; i++) {
+    const dx = ((x[i] + 1) / 2) * width - px;
+    const dy = ((1 - y[i]) / 2) * height - py;
+    const d = dx * dx + dy * dy;
+    if (d < bestD || (d === bestD && best < 0)) {
+      best = i;
+      bestD = d;
+    }
+  }
+  return best;
+}
+
+/**
  * Tick values of the two axes.
  * @returns {{x: number[], y: number[]}}
  */
@@ -69,5 +100,5 @@ export function mapTicks() {
 export const REGIONS = Object.freeze([
   { name: "easy to learn", x: 0.03, y: 0.04 },
   { name: "ambiguous", x: 0.62, y: 0.45 },
-  { name: "hard to learn (often mislabelled)", x: 0.03, y: 0.9 },
+  { name: "\u2199 hard to learn (often mislabelled)", x: 0.12, y: 0.92 },
 ]);

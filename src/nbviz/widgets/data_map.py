@@ -41,6 +41,8 @@ COLOR_BY = ("correctness", "suspect")
 LIST_SIZE = 20
 #: Variability's axis ends here (the standard deviation of values in [0, 1]).
 VARIABILITY_MAX = 0.5
+#: The axes' ends sit this far inside the plot's sides (js/lib/data_map.js: INSET).
+INSET = 0.96
 
 
 class DataMap(LiveView):
@@ -118,8 +120,9 @@ class DataMap(LiveView):
         self.dynamics = dyn
         self._ids = dyn["id"].to_numpy(dtype=np.int64)
         flagged = suspect_mask(dyn)
-        x = 2 * np.clip(dyn["variability"].to_numpy(), 0, VARIABILITY_MAX) / VARIABILITY_MAX - 1
-        y = 2 * np.clip(np.nan_to_num(dyn["confidence"].to_numpy()), 0, 1) - 1
+        var = np.clip(dyn["variability"].to_numpy(), 0, VARIABILITY_MAX)
+        x = INSET * (2 * var / VARIABILITY_MAX - 1)
+        y = INSET * (2 * np.clip(np.nan_to_num(dyn["confidence"].to_numpy()), 0, 1) - 1)
         xy = np.stack([x, y], axis=1).astype(np.float32)
         correct = np.round(254 * np.clip(dyn["correctness"].to_numpy(), 0, 1)).astype(np.uint8)
         order = np.argsort(-dyn["mislabel_score"].to_numpy(), kind="stable")
