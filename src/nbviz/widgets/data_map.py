@@ -215,7 +215,7 @@ DataMap._css = view_css(
   color: var(--jp-ui-font-color3, #9e9e9e); }
 .nbviz-dm-side { min-width: 220px; max-height: 380px; overflow: auto; }
 .nbviz-dm-side-title { font-weight: 600; margin-bottom: 4px; }
-.nbviz-dm-suspects { margin: 0; padding-left: 1.6em; }
+.nbviz-dm-suspects { margin: 0; padding-left: 2.6em; }
 .nbviz-dm-suspect { cursor: pointer; padding: 1px 2px; }
 .nbviz-dm-suspect:hover { background: var(--jp-layout-color2, #eeeeee); }
 .nbviz-dm-suspect.nbviz-active { outline: 2px solid var(--jp-brand-color1, #1976d2); }
