@@ -3,7 +3,8 @@
 Each pathology is a small real model trained for real with a probe, once at
 ``every=1`` and once at the probe's defaults, and read back from the run on disk.
 The same seed gives the same losses either way (a probe never changes training),
-so the root's step is the same at both. Runs are recorded once per module.
+so the root's step is the same at both. Runs are recorded once per module, which is
+why the pathologies share one file.
 """
 
 from __future__ import annotations
@@ -211,7 +212,7 @@ def recorded(tmp_path_factory, data):
         run.close()
 
 
-# ------------------------------------------------------------------ helpers
+# ------------------------------------------------------------ reading runs
 def verdict_of(run):
     findings = diagnose(run)
     verdict = triage(run, findings)
