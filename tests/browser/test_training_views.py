@@ -177,7 +177,9 @@ def test_clicking_a_finding_moves_the_dashboard_and_opens_the_layer(nb, tmp_path
     wait_for_kernel(lambda: nb.kernel_eval("dash.scrubber.step"), "0")
     wait_for_kernel(lambda: nb.kernel_eval("dash.layers.selected_layer"), "'act1'")
     expect(page.locator(".nbviz-scrub-step")).to_contain_text("step 0")
-    expect(finding.locator(".nbviz-hr-evidence")).to_be_visible()
+    expect(
+        finding.locator(":scope > .nbviz-hr-evidence")
+    ).to_be_visible()  # its own, not a consequence's
     nb.screenshot("health-report")
     assert nb.console_errors == []
 
