@@ -459,3 +459,20 @@ def test_analysis_reads_runs_without_torch_or_widgets():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("val_name", ["val_loss", "eval_loss", "valid_loss", "validation_loss"])
+def test_overfitting_reads_the_validation_loss_under_the_names_trainers_give_it(tmp_path, val_name):
+    with nbviz.Run(tmp_path / "run") as run:
+        for step in range(100):
+            run.log(step, loss=2.0 * 0.98**step)
+            if step % 10 == 9:
+                evaluation = step // 10
+                run.log(
+                    step,
+                    **{val_name: 1.0 - 0.1 * min(evaluation, 4) + 0.08 * max(0, evaluation - 4)},
+                )
+        findings = run.diagnose()
+    row = only(findings, "overfitting")
+    assert (row["step"], row["severity"]) == (49, "warning")
+    assert val_name in row["message"]

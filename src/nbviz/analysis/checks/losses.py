@@ -2,6 +2,8 @@
 
 ``train_loss`` is the training loss (``loss`` alone counts as one too) and
 ``val_loss`` the validation loss, as ``run.log`` and ``run.evaluate`` write them.
+The names other trainers give the validation loss count too: ``eval_loss``
+(Hugging Face's Trainer), ``valid_loss`` (fastai), ``validation_loss``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 import numpy as np
 
 TRAIN_NAMES = ("train_loss", "loss")
-VAL_NAMES = ("val_loss",)
+VAL_NAMES = ("val_loss", "eval_loss", "valid_loss", "validation_loss")
 
 
 def loss_series(run: Any, candidates: tuple[str, ...]) -> tuple[str, np.ndarray, np.ndarray] | None:
