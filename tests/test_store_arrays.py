@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from nbviz.store import from_blob, to_blob
+from nbviz.store.errors import StoredValueError
 
 
 @pytest.mark.parametrize(
@@ -52,7 +53,7 @@ def test_nan_and_inf_survive() -> None:
 
 @pytest.mark.parametrize("bad", ["|O", "O", "<U4", "|S3", "|V8", "i4,f8", "[('a', 'O')]", "<M8[s]"])
 def test_from_blob_rejects_anything_but_plain_numeric_dtypes(bad: str) -> None:
-    with pytest.raises(TypeError, match="not a plain numeric or bool dtype"):
+    with pytest.raises(StoredValueError, match="not a plain numeric or bool dtype"):
         from_blob(b"\0" * 8, bad, "[1]")
 
 

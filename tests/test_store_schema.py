@@ -20,6 +20,15 @@ def _set_version(run: Path, version: int) -> None:
     conn.close()
 
 
+def _make_schema_1(run: Path) -> None:
+    """Turn a fresh run into what nbviz wrote at schema 1 (before the captures table)."""
+    conn = sqlite3.connect(run / DB_NAME)
+    with conn:
+        conn.execute("DROP TABLE captures")
+    conn.close()
+    _set_version(run, 1)
+
+
 def _stored_version(run: Path) -> int:
     conn = sqlite3.connect(run / DB_NAME)
     try:
@@ -81,8 +90,8 @@ def test_a_newer_schema_says_to_upgrade_nbviz(tmp_path: Path) -> None:
     create_or_open(run).close()
     _set_version(run, SCHEMA_VERSION + 1)
     message = (
-        f"run at .*run was written with schema {SCHEMA_VERSION + 1} but this nbviz "
-        f"reads up to {SCHEMA_VERSION}: upgrade nbviz"
+        f"run/run.sqlite: the run was written with schema {SCHEMA_VERSION + 1} but this "
+        f"nbviz reads up to {SCHEMA_VERSION}; upgrade nbviz"
     )
     with pytest.raises(SchemaError, match=message):
         create_or_open(run)
@@ -97,12 +106,12 @@ def test_an_older_schema_without_a_migration_names_both_versions(
 ) -> None:
     run = tmp_path / "run"
     create_or_open(run).close()
-    _set_version(run, SCHEMA_VERSION - 1)
+    _make_schema_1(run)
     monkeypatch.setattr(schema, "MIGRATIONS", {})
     with pytest.raises(
         SchemaError,
         match=f"written with schema {SCHEMA_VERSION - 1} and this nbviz reads schema "
-        f"{SCHEMA_VERSION}, but it has no migration .*: open the run with the nbviz release",
+        f"{SCHEMA_VERSION}, but it has no migration .*; open the run with the nbviz release",
     ):
         create_or_open(run)
     assert _stored_version(run) == SCHEMA_VERSION - 1
@@ -113,11 +122,12 @@ def test_an_older_schema_is_migrated_by_the_registered_steps(
 ) -> None:
     run = tmp_path / "run"
     create_or_open(run).close()
-    _set_version(run, SCHEMA_VERSION - 1)
+    _make_schema_1(run)
     applied: list[int] = []
 
     def step(conn: sqlite3.Connection) -> None:
         applied.append(1)
+        schema._add_captures(conn)  # what the real step does, and a mark beside it
         conn.execute("INSERT INTO meta VALUES ('migrated', 'true')")
 
     monkeypatch.setitem(schema.MIGRATIONS, SCHEMA_VERSION - 1, step)
@@ -135,7 +145,7 @@ def test_a_failed_migration_leaves_the_run_untouched(
 ) -> None:
     run = tmp_path / "run"
     create_or_open(run).close()
-    _set_version(run, SCHEMA_VERSION - 1)
+    _make_schema_1(run)
 
     def broken(conn: sqlite3.Connection) -> None:
         conn.execute("INSERT INTO meta VALUES ('half', 'true')")

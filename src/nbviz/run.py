@@ -485,11 +485,16 @@ class Run(RunView):
         self._writer.flush(timeout)
 
     def close(self) -> None:
-        """Close every probe (hooks removed) and commit everything. Idempotent."""
+        """Close every probe (hooks removed) and commit everything. Idempotent.
+
+        The run is left as one self-contained ``run.sqlite`` (see
+        :meth:`nbviz.store.Writer.close`): the run's own reading connections
+        close first, so that the writer is the last to leave.
+        """
         try:
             for probe in list(self._probes):
                 probe.close()
         finally:
+            super().close()
             if not self._writer.closed:
                 self._writer.close()
-            super().close()

@@ -15,6 +15,8 @@ import re
 
 import numpy as np
 
+from nbviz.store.errors import StoredValueError
+
 __all__ = ["ALLOWED_KINDS", "from_blob", "to_blob"]
 
 # b: bool, i: signed int, u: unsigned int, f: float, c: complex
@@ -42,24 +44,33 @@ def to_blob(a: np.ndarray) -> tuple[bytes, str, str]:
 def from_blob(data: bytes | memoryview, dtype: str, shape: str | list[int]) -> np.ndarray:
     """Decode what :func:`to_blob` wrote, without copying (the result is read-only).
 
-    Raises TypeError for a dtype that is not plain numeric/bool and ValueError
-    when the shape is malformed or does not match the number of bytes.
+    Raises :class:`~nbviz.store.errors.StoredValueError` (a ValueError) for a
+    dtype that is not plain numeric/bool, a malformed shape, or bytes that do
+    not hold an array of that shape: what a damaged or crafted run may hold.
     """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise StoredValueError(f"from_blob: expected bytes, got a {type(data).__name__}")
     if not isinstance(dtype, str) or not _DTYPE_RE.match(dtype):
-        raise TypeError(
+        raise StoredValueError(
             f"from_blob: dtype {dtype!r} is not a plain numeric or bool dtype string "
             f"such as '<f4', '<i8' or '|b1'"
         )
-    dt = np.dtype(dtype)
-    _check_dtype(dt, "from_blob")
-    dims = json.loads(shape) if isinstance(shape, str) else list(shape)
+    try:
+        dt = np.dtype(dtype)
+        _check_dtype(dt, "from_blob")
+    except TypeError as exc:
+        raise StoredValueError(str(exc)) from None
+    try:
+        dims = json.loads(shape) if isinstance(shape, str) else list(shape)
+    except (TypeError, ValueError):
+        dims = None
     if not isinstance(dims, list) or not all(
         isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims
     ):
-        raise ValueError(f"from_blob: shape {shape!r} is not a list of non-negative ints")
+        raise StoredValueError(f"from_blob: shape {shape!r} is not a list of non-negative ints")
     expected = math.prod(dims) * dt.itemsize
     if len(data) != expected:
-        raise ValueError(
+        raise StoredValueError(
             f"from_blob: {len(data)} bytes do not hold an array of shape {dims} "
             f"and dtype {dtype} ({expected} bytes)"
         )

@@ -15,31 +15,76 @@ import numpy as np
 import pandas as pd
 
 from nbviz.store.arrays import from_blob
+from nbviz.store.errors import StoredValueError
 
-__all__ = ["floats", "frame", "int64_blob", "ints", "nan", "nz_ints"]
+__all__ = ["floats", "frame", "int64_blob", "int_array", "ints", "json_value", "nan", "nz_ints"]
+
+
+def json_value(text: Any) -> Any:
+    """Stored JSON text decoded; StoredValueError when it is not JSON text."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as exc:
+        shown = repr(text) if len(repr(text)) < 60 else repr(text)[:57] + "..."
+        raise StoredValueError(f"{shown} is not JSON text ({exc})") from None
+
+
+def int_array(values: Any) -> np.ndarray:
+    """An int64 array of stored integers (steps, ids); StoredValueError for anything else."""
+    values = list(values)
+    if not set(map(type, values)) <= {int}:
+        bad = next(v for v in values if type(v) is not int)
+        raise StoredValueError(f"a stored step or id is {bad!r}, not an integer")
+    try:
+        return np.array(values, dtype=np.int64)
+    except OverflowError as exc:
+        raise StoredValueError(f"a stored integer does not fit int64 ({exc})") from None
+
+
+def _numbers(values: Sequence[Any], kinds: frozenset[type], what: str) -> None:
+    """StoredValueError unless every value is None or of one of ``kinds`` (a C-speed check)."""
+    if not set(map(type, values)) <= kinds:
+        bad = next(v for v in values if v is not None and type(v) not in kinds)
+        raise StoredValueError(f"a stored {what} is {bad!r}, not a number")
+
+
+_INT = frozenset({int, type(None)})
+_NUMBER = frozenset({int, float, type(None)})
 
 
 def floats(values: Sequence[Any]) -> np.ndarray:
     """float64 column; SQL NULL (a NaN on the way in) becomes NaN again."""
-    return np.array(values, dtype=np.float64)
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        _numbers(values, _NUMBER, "number")
+        raise
 
 
 def ints(values: Sequence[Any]) -> np.ndarray | pd.api.extensions.ExtensionArray:
     """int64 column, or a nullable Int64 one where some values are NULL."""
+    _numbers(values, _INT, "integer")
     try:
         return np.array(values, dtype=np.int64)
     except TypeError:
         return pd.array(list(values), dtype="Int64")
+    except OverflowError as exc:
+        raise StoredValueError(f"a stored integer does not fit int64 ({exc})") from None
 
 
 def nz_ints(values: Sequence[Any]) -> np.ndarray:
     """int64 column where NULL counts as 0 (histogram tallies)."""
+    _numbers(values, _INT, "count")
     return np.array([0 if v is None else v for v in values], dtype=np.int64)
 
 
 def nan(value: float | None) -> float:
     """A float, NULL read as NaN."""
-    return float("nan") if value is None else float(value)
+    if value is None:
+        return float("nan")
+    if type(value) not in (int, float):
+        raise StoredValueError(f"a stored number is {value!r}")
+    return float(value)
 
 
 def _column(values: Sequence[Any], kind: str) -> Any:
@@ -48,7 +93,7 @@ def _column(values: Sequence[Any], kind: str) -> Any:
     if kind == "f":
         return floats(values)
     if kind == "j":
-        return [None if v is None else json.loads(v) for v in values]
+        return [None if v is None else json_value(v) for v in values]
     return list(values)  # text (pandas picks its string dtype), bytes, objects
 
 

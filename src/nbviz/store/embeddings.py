@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 
 from nbviz.store.arrays import from_blob, to_blob
-from nbviz.store.columns import int64_blob
+from nbviz.store.columns import int64_blob, int_array, json_value
+from nbviz.store.connection import connect
+from nbviz.store.errors import RunFileError
 from nbviz.store.query import MissingStepError, ReaderBase, close_matches, describe_steps
-from nbviz.store.schema import BUSY_TIMEOUT_MS, TABLES, db_path
+from nbviz.store.schema import TABLES
 
 __all__ = ["EmbeddingQueries"]
 
@@ -71,7 +73,7 @@ class EmbeddingQueries(ReaderBase):
             "SELECT step FROM embeddings WHERE split = ? AND layer = ? AND kind = ? ORDER BY step",
             (split, layer, kind),
         )
-        return np.array([r[0] for r in rows], dtype=np.int64)
+        return int_array(r[0] for r in rows)
 
     def embeddings(
         self,
@@ -138,13 +140,13 @@ class EmbeddingQueries(ReaderBase):
         row = (key, split, layer, int(step), method, json.dumps(params))
         row += (blob, dtype, shape, time.time())
         try:
-            conn = sqlite3.connect(db_path(self.run_dir), timeout=BUSY_TIMEOUT_MS / 1000)
+            conn = connect(self.run_dir, readonly=False, wal=False)
             try:
                 with conn:
                     conn.execute(_PROJECTION_INSERT, row)
             finally:
                 conn.close()
-        except sqlite3.OperationalError:
+        except (sqlite3.OperationalError, RunFileError):
             self._kept_projections()[key] = (from_blob(blob, dtype, shape), _projection_meta(row))
             return False
         self._kept_projections().pop(key, None)
@@ -160,6 +162,6 @@ def _projection_meta(row: Sequence[Any]) -> dict[str, Any]:
         "layer": layer,
         "step": step,
         "method": method,
-        "params": None if params is None else json.loads(params),
+        "params": None if params is None else json_value(params),
         "created": created,
     }

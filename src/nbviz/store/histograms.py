@@ -12,7 +12,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from nbviz.store.columns import floats, frame, int64_blob, nan, nz_ints
+from nbviz.store.columns import floats, frame, int64_blob, int_array, nan, nz_ints
+from nbviz.store.errors import StoredValueError
 from nbviz.store.query import MissingStepError, ReaderBase, and_equal, describe_steps
 
 __all__ = ["HistogramQueries", "HistogramRows"]
@@ -85,6 +86,8 @@ class HistogramQueries(ReaderBase):
             list(zip(*rows)) if rows else [(), (), (), (), (), (), ()]
         )
         sizes = {len(b) for b in blobs}
+        if any(size % 8 for size in sizes):
+            raise StoredValueError(f"histograms of {layer!r}/{signal} hold {sorted(sizes)} bytes")
         if len(sizes) > 1:
             raise ValueError(
                 f"histograms of {layer!r}/{signal} have different bin counts "
@@ -93,7 +96,7 @@ class HistogramQueries(ReaderBase):
         n_bins = sizes.pop() // 8 if sizes else 0
         counts = np.frombuffer(b"".join(blobs), dtype="<i8").reshape(len(rows), n_bins)
         return HistogramRows(
-            np.array(st, dtype=np.int64),
+            int_array(st),
             floats(lo),
             floats(hi),
             counts,
@@ -126,5 +129,5 @@ class HistogramQueries(ReaderBase):
             ("layer", "signal", "lo", "hi", "underflow", "overflow", "nonfinite"),
             "ssffiii",
         )
-        out["counts"] = [np.frombuffer(r[7], dtype="<i8") for r in rows]
+        out["counts"] = [int64_blob(r[7]) for r in rows]
         return out

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from nbviz.store.columns import frame
+from nbviz.store.columns import frame, int_array
+from nbviz.store.errors import StoredValueError
 from nbviz.store.query import (
     MissingStepError,
     ReaderBase,
@@ -36,7 +37,7 @@ class LayerStatsQueries(ReaderBase):
             "step",
             having="EXISTS (SELECT 1 FROM layer_stats t WHERE t.step = v AND t.signal = ?)",
         )
-        return np.array([r[0] for r in self._q(sql, (signal,))], dtype=np.int64)
+        return int_array(r[0] for r in self._q(sql, (signal,)))
 
     def recorded_layers(self, signal: str | None = None, table: str = "layer_stats") -> list[str]:
         """Names with rows in ``table`` (layer_stats, histograms, unit_stats), sorted."""
@@ -131,6 +132,8 @@ class LayerStatsQueries(ReaderBase):
                     f"{describe_steps(recorded, int(steps))}"
                 )
         sizes = {len(r[1]) for r in rows}
+        if any(size % 4 for size in sizes):
+            raise StoredValueError(f"unit_stats of {layer!r}/{signal} hold {sorted(sizes)} bytes")
         if len(sizes) > 1:
             raise ValueError(
                 f"unit_stats of {layer!r}/{signal} have different unit counts "
@@ -138,4 +141,4 @@ class LayerStatsQueries(ReaderBase):
             )
         n_units = sizes.pop() // 4 if sizes else 0
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4")
-        return np.array([r[0] for r in rows], dtype=np.int64), matrix.reshape(len(rows), n_units)
+        return int_array(r[0] for r in rows), matrix.reshape(len(rows), n_units)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from nbviz.store.arrays import from_blob
-from nbviz.store.columns import frame, int64_blob
+from nbviz.store.columns import frame, int64_blob, int_array
 from nbviz.store.query import MissingStepError, ReaderBase, describe_steps, skip_scan_sql
 
 __all__ = ["PredictionQueries"]
@@ -22,7 +22,7 @@ class PredictionQueries(ReaderBase):
         rows = self._q(
             skip_scan_sql("predictions", "step", where="split = :split"), {"split": split}
         )
-        return np.array([r[0] for r in rows], dtype=np.int64)
+        return int_array(r[0] for r in rows)
 
     def predictions(self, step: int | None = None, split: str = "val") -> pd.DataFrame:
         """Predictions ``[step, id, label, pred, loss, confidence]`` at one step, by id.

@@ -6,13 +6,12 @@ named ``name/trace``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nbviz.store.columns import frame
+from nbviz.store.columns import frame, int_array, json_value
 from nbviz.store.query import MissingStepError, ReaderBase, and_equal
 
 __all__ = ["ProfileQueries"]
@@ -36,7 +35,7 @@ class ProfileQueries(ReaderBase):
         """Sorted steps with a stored profile (of ``name``, or any name), int64."""
         where, params = and_equal(name=name)
         rows = self._q(f"SELECT DISTINCT step {_PROFILES}{where} ORDER BY step", params)
-        return np.array([r[0] for r in rows], dtype=np.int64)
+        return int_array(r[0] for r in rows)
 
     def load_profile(self, step: int | None = None, name: str | None = None) -> dict[str, Any]:
         """One stored profile's payload: at ``step`` (default: the latest), named ``name``.
@@ -66,8 +65,8 @@ class ProfileQueries(ReaderBase):
                 raise ValueError(
                     f"step {step} holds profiles {', '.join(named)}: pass name= to choose one"
                 )
-            return json.loads(named["profile"])
-        return json.loads(rows[0][1])
+            return json_value(named["profile"])
+        return json_value(rows[0][1])
 
     def profile_trace(self, step: int, name: str = "profile") -> str | None:
         """The Chrome trace (JSON text) stored with profile ``name`` at ``step``, or None."""

@@ -18,17 +18,30 @@ Step selection, wherever a query takes ``steps`` and ``step_range``:
 from __future__ import annotations
 
 import difflib
+import functools
+import inspect
 import json
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from nbviz.store.closing import Closing
-from nbviz.store.schema import DB_NAME, SIGNALS, check_version, connect, db_path
+from nbviz.store.columns import int_array
+from nbviz.store.errors import RunFileError, StoredValueError, from_sqlite_error
+from nbviz.store.schema import (
+    DB_NAME,
+    SIGNALS,
+    check_version,
+    connect,
+    db_path,
+    warn_lost_commits,
+)
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "MissingStepError",
@@ -102,18 +115,48 @@ def and_equal(**terms: Any) -> tuple[str, list[Any]]:
 # -- the base of every query -------------------------------------------------------------
 
 
+def _naming_the_file(method: _F) -> _F:
+    """``method`` with a damaged file's errors made RunFileErrors that name the file."""
+
+    @functools.wraps(method)
+    def read(self: ReaderBase, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except StoredValueError as exc:
+            raise RunFileError(
+                self._file, f"{method.__name__}: a stored value does not decode: {exc}"
+            ) from exc
+        except sqlite3.ProgrammingError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise from_sqlite_error(self._file, exc, method.__name__) from exc
+
+    return read  # type: ignore[return-value]
+
+
 class ReaderBase(Closing):
     """Read-only access to one run directory (see the module docstring for steps).
 
-    Raises FileNotFoundError when the directory holds no ``run.sqlite`` and
-    SchemaError when its schema is not the one this nbviz reads.
+    Raises FileNotFoundError when the directory holds no ``run.sqlite``,
+    SchemaError when its schema is not the one this nbviz reads and
+    RunFileError when the file is damaged or foreign. Every public query of
+    the store's mixins turns a damaged file's errors, met at any later read,
+    into a RunFileError naming the file.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("nbviz.store."):
+            for name, value in list(vars(cls).items()):
+                if not name.startswith("_") and inspect.isfunction(value):
+                    setattr(cls, name, _naming_the_file(value))
 
     def __init__(self, run_dir: Path | str, *, must_exist: bool = True) -> None:
         self.run_dir = Path(run_dir)
+        self._file = db_path(self.run_dir)
         if must_exist and not self.run_dir.exists():
             raise FileNotFoundError(f"no nbviz run at {self.run_dir}: the path does not exist")
-        if must_exist and not db_path(self.run_dir).exists():
+        if must_exist and not self._file.exists():
             raise FileNotFoundError(
                 f"no nbviz run at {self.run_dir}: the directory has no {DB_NAME}"
             )
@@ -121,8 +164,9 @@ class ReaderBase(Closing):
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._closed = False
+        self._checked = False
         if must_exist:  # else: a run another process is creating, opened at the first read
-            check_version(self._conn(), self.run_dir, readonly=True)
+            self._conn()
 
     # -- connections ---------------------------------------------------------------
 
@@ -131,21 +175,52 @@ class ReaderBase(Closing):
         if conn is None:
             if self._closed:
                 raise RuntimeError(f"Reader of run at {self.run_dir} is closed")
-            conn = connect(self.run_dir, readonly=True)
             with self._lock:
+                first = not self._checked
+                if first:  # the first connection checks the file: once per reader
+                    self._file = db_path(self.run_dir)
+                    warn_lost_commits(self._file)
+                conn = connect(self.run_dir, readonly=True)
+                try:
+                    if first:
+                        check_version(conn, self.run_dir, readonly=True)
+                        self._checked = True
+                except BaseException:
+                    conn.close()
+                    raise
                 self._conns.append(conn)
             self._local.conn = conn
         return conn
 
+    def _execute(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> sqlite3.Cursor:
+        try:
+            return self._conn().execute(sql, params)
+        except sqlite3.ProgrammingError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise from_sqlite_error(self._file, exc, "reading the run") from exc
+
     def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
-        return self._conn().execute(sql, params).fetchall()
+        cursor = self._execute(sql, params)
+        try:
+            return cursor.fetchall()
+        except sqlite3.ProgrammingError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise from_sqlite_error(self._file, exc, "reading the run") from exc
 
     def _one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
-        row = self._conn().execute(sql, params).fetchone()
+        row = self._row(sql, params)
         return None if row is None else row[0]
 
     def _row(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple | None:
-        return self._conn().execute(sql, params).fetchone()
+        cursor = self._execute(sql, params)
+        try:
+            return cursor.fetchone()
+        except sqlite3.ProgrammingError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise from_sqlite_error(self._file, exc, "reading the run") from exc
 
     def close(self) -> None:
         """Close every connection this Reader opened (idempotent)."""
@@ -185,14 +260,14 @@ class ReaderBase(Closing):
 
     def _all_steps(self, table: str) -> np.ndarray:
         rows = self._q(skip_scan_sql(table, "step"))
-        return np.array([r[0] for r in rows], dtype=np.int64)
+        return int_array(r[0] for r in rows)
 
     def _layer_steps(self, table: str, layer: str, signal: str) -> np.ndarray:
         rows = self._q(
             f"SELECT step FROM {table} WHERE layer = ? AND signal = ? ORDER BY step",
             (layer, signal),
         )
-        return np.array([r[0] for r in rows], dtype=np.int64)
+        return int_array(r[0] for r in rows)
 
     def _pairs(self, table: str) -> list[tuple[str, str]]:
         """Distinct (layer, signal) pairs of a table, by skip scan on its layer index."""

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from nbviz.store.arrays import from_blob
-from nbviz.store.columns import frame, nan
+from nbviz.store.columns import frame, int_array, json_value, nan
+from nbviz.store.errors import StoredValueError
 from nbviz.store.query import ReaderBase
 
 __all__ = ["SampleQueries"]
@@ -25,7 +26,7 @@ class SampleQueries(ReaderBase):
     def sample_ids(self, split: str = "val") -> np.ndarray:
         """Sorted ids of the stored samples of a split (int64)."""
         rows = self._q("SELECT id FROM samples WHERE split = ? ORDER BY id", (split,))
-        return np.array([r[0] for r in rows], dtype=np.int64)
+        return int_array(r[0] for r in rows)
 
     def samples(self, ids: Sequence[int] | None = None, split: str = "val") -> pd.DataFrame:
         """Samples ``[id, label, kind, payload, dtype, shape, text]``.
@@ -63,7 +64,7 @@ class SampleQueries(ReaderBase):
     def captured_ids(self, split: str = "val") -> np.ndarray:
         """Sorted ids of the samples with a recorded capture (``run.capture``) in a split."""
         rows = self._q("SELECT DISTINCT id FROM captures WHERE split = ? ORDER BY id", (split,))
-        return np.array([r[0] for r in rows], dtype=np.int64)
+        return int_array(r[0] for r in rows)
 
     def capture_steps(self, id: int, split: str = "val") -> np.ndarray:
         """Sorted steps at which sample ``id`` of ``split`` was captured (int64; may be empty)."""
@@ -71,7 +72,7 @@ class SampleQueries(ReaderBase):
             "SELECT DISTINCT step FROM captures WHERE split = ? AND id = ? ORDER BY step",
             (split, int(id)),
         )
-        return np.array([r[0] for r in rows], dtype=np.int64)
+        return int_array(r[0] for r in rows)
 
     def captures(self, id: int, split: str = "val", step: int | None = None) -> pd.DataFrame:
         """One sample's recorded activations, one row per layer in forward order.
@@ -94,8 +95,12 @@ class SampleQueries(ReaderBase):
         )
         out = []
         for position, layer, type_, summary, units, maps, maps_shape in rows:
-            info = json.loads(summary)
-            u = None if units is None else np.frombuffer(units, dtype="<f4").copy()
+            info = json_value(summary)
+            if not isinstance(info, dict):
+                raise StoredValueError(
+                    f"a capture's summary is {type(info).__name__}, not an object"
+                )
+            u = None if units is None else from_blob(units, "<f4", [len(units) // 4]).copy()
             m = None
             if maps is not None:
                 m = from_blob(maps, "<f2", maps_shape).astype(np.float32)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nbviz.store.columns import frame
+from nbviz.store.columns import frame, json_value
 from nbviz.store.query import ReaderBase, close_matches, skip_scan_sql
 
 __all__ = ["ScalarQueries"]
@@ -23,9 +23,9 @@ class ScalarQueries(ReaderBase):
     def meta(self, key: str | None = None, default: Any = None) -> Any:
         """One meta value (decoded JSON), or the whole meta dict when ``key`` is None."""
         if key is None:
-            return {k: json.loads(v) for k, v in self._q("SELECT key, value FROM meta")}
+            return {k: json_value(v) for k, v in self._q("SELECT key, value FROM meta")}
         value = self._one("SELECT value FROM meta WHERE key = ?", (key,))
-        return default if value is None else json.loads(value)
+        return default if value is None else json_value(value)
 
     def scalar_names(self) -> list[str]:
         """Names of the logged scalars, sorted."""

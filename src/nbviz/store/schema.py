@@ -1,8 +1,12 @@
 """The run store's schema: tables, connections and version checks.
 
-A run is a directory holding one SQLite database, ``run.sqlite``, in WAL mode:
-one writer (a background thread, see :mod:`nbviz.store.writer`) and any number
-of readers in other threads or processes. Arrays are stored as raw
+A run is a directory holding one SQLite database, ``run.sqlite``, in WAL mode
+while it is written: one writer (a background thread, see
+:mod:`nbviz.store.writer`) and any number of readers in other threads or
+processes (connections: :mod:`nbviz.store.connection`). A run opened is
+checked to hold exactly the schema objects nbviz creates for its version
+(:func:`check_objects`): a view, a trigger or a table of another shape in a
+file from elsewhere is refused before anything is read from it. Arrays are stored as raw
 little-endian bytes beside dtype and shape columns (:mod:`nbviz.store.arrays`);
 nothing in a run is ever unpickled, so opening a run cannot run code.
 
@@ -30,15 +34,22 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
+from nbviz.store.connection import BUSY_TIMEOUT_MS, DB_NAME, connect, db_path
+from nbviz.store.errors import RunFileError, SchemaError, from_sqlite_error, warn_run_file
+from nbviz.store.wal import lost_commits
+
 __all__ = [
+    "BUSY_TIMEOUT_MS",
     "DB_NAME",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "SIGNALS",
     "TABLES",
     "SchemaError",
+    "check_objects",
     "check_version",
     "connect",
     "create_or_open",
@@ -47,14 +58,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 2
-DB_NAME = "run.sqlite"
 SIGNALS = ("activation", "gradient", "weight", "update")
-BUSY_TIMEOUT_MS = 10_000
-
-
-class SchemaError(RuntimeError):
-    """A run's schema version cannot be read by this nbviz."""
-
 
 # Column order of every table: the order of the tuples handed to Writer.insert.
 TABLES: dict[str, tuple[str, ...]] = {
@@ -202,86 +206,192 @@ def _add_captures(conn: sqlite3.Connection) -> None:
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _add_captures}
 
 
-def db_path(path: Path | str) -> Path:
-    """The database file of a run: ``path / run.sqlite``, or ``path`` if it is a file."""
-    path = Path(path)
-    return path if path.is_file() else path / DB_NAME
+#: The DDL of each schema version this nbviz reads: what a run of that version holds.
+DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
+    1: tuple(d for d in DDL if d is not _CAPTURES_DDL),
+    2: DDL,
+}
+
+_NOT_A_RUN = "open a run directory that nbviz recorded"
+_FOREIGN = (
+    "a run from elsewhere is read as data, never as code, so a file whose schema is not "
+    "the one nbviz writes is refused; record the run again, or ask whoever sent it for "
+    "the run as nbviz wrote it"
+)
 
 
-def connect(path: Path | str, *, readonly: bool) -> sqlite3.Connection:
-    """Open a run's database (``path`` is the run directory or the file).
+def _normal_sql(sql: str | None) -> str | None:
+    """SQL text with runs of whitespace made one space, and none inside brackets' edges."""
+    if sql is None:
+        return None
+    text = " ".join(sql.split())
+    for a, b in (("( ", "("), (" )", ")"), (" ,", ","), (" (", "(")):
+        text = text.replace(a, b)
+    return text
 
-    Read-only connections use a ``mode=ro`` URI and never create anything: a
-    missing database raises FileNotFoundError naming the path. Connections are
-    in autocommit mode (``isolation_level=None``), so every statement outside
-    an explicit transaction sees the latest commit. ``check_same_thread`` is
-    off: callers guard a connection so only one thread uses it at a time.
+
+@cache
+def expected_objects(version: int) -> frozenset[tuple[str, str, str, str | None]]:
+    """``(type, name, table, sql)`` of every schema object a run of ``version`` holds.
+
+    Built by SQLite itself from the version's DDL in an in-memory database, so
+    that its own spelling of the statements (and its automatic indexes) is
+    what a run's ``sqlite_master`` is compared with.
     """
-    file = db_path(path)
-    if readonly:
-        if not file.exists():
-            raise FileNotFoundError(f"no nbviz run at {Path(path)}: {file} does not exist")
-        uri = f"{file.resolve().as_uri()}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-        try:
-            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.OperationalError:
-            # A WAL database on read-only media with no -shm file cannot be
-            # opened for shared reading; nobody can be writing it, so read it
-            # as immutable instead.
-            conn.close()
-            conn = sqlite3.connect(
-                f"{file.resolve().as_uri()}?mode=ro&immutable=1",
-                uri=True,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-        return conn
-    file.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(file, isolation_level=None, check_same_thread=False)
-    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    return conn
-
-
-def read_schema_version(conn: sqlite3.Connection) -> int | None:
-    """The stored ``schema_version``, or None for a database without one."""
+    mem = sqlite3.connect(":memory:")
     try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return None
-        raise
-    return None if row is None else int(json.loads(row[0]))
+        for statement in DDL_OF_VERSION[version]:
+            mem.execute(statement)
+        rows = mem.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+    finally:
+        mem.close()
+    return frozenset((t, n, tb, _normal_sql(q)) for t, n, tb, q in rows)
+
+
+def _objects(conn: sqlite3.Connection) -> set[tuple[str, str, str, str | None]]:
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+    return {(str(t), str(n), str(tb), _normal_sql(q)) for t, n, tb, q in rows}
+
+
+def _describe(obj: tuple[str, str, str, str | None]) -> str:
+    kind, name, table, _ = obj
+    return f"{kind} {name!r}" + (f" on {table!r}" if kind in ("index", "trigger") else "")
+
+
+def check_objects(conn: sqlite3.Connection, where: Path | str, version: int) -> None:
+    """Raise RunFileError unless the run holds exactly the schema objects of ``version``.
+
+    Views, triggers, tables and indexes that nbviz did not create, or a table
+    of nbviz's name whose definition differs, could run work (a recursive
+    view) or change data (a trigger) when the run is read or appended to.
+    """
+    expected = expected_objects(version)
+    found = _objects(conn)
+    if found == expected:
+        return
+    by_name = {o[1]: o for o in expected}
+    extra = sorted(found - expected, key=lambda o: o[1])
+    missing = sorted(expected - found, key=lambda o: o[1])
+    faults = []
+    for obj in extra:
+        mine = by_name.get(obj[1])
+        if mine is None:
+            faults.append(f"{_describe(obj)}, which nbviz does not create")
+        elif mine[0] != obj[0]:
+            faults.append(f"{_describe(obj)} where nbviz creates a {mine[0]}")
+        else:
+            faults.append(f"{_describe(obj)} defined otherwise than nbviz defines it")
+    found_names = {o[1] for o in found}
+    faults += [f"no {_describe(o)}" for o in missing if o[1] not in found_names]
+    shown = "; ".join(faults[:6]) + (f"; and {len(faults) - 6} more" if len(faults) > 6 else "")
+    raise RunFileError(
+        where, f"its schema is not the one nbviz writes (schema {version}): {shown}", _FOREIGN
+    )
+
+
+def _meta_is_nbviz(conn: sqlite3.Connection, where: Path | str) -> bool:
+    """Whether the ``meta`` table is nbviz's (so reading it runs nothing); False if absent."""
+    rows = conn.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name = 'meta'"
+    ).fetchall()
+    if not rows:
+        return False
+    mine = {o for o in expected_objects(SCHEMA_VERSION) if o[1] == "meta"}
+    if {(str(t), str(n), str(tb), _normal_sql(q)) for t, n, tb, q in rows} != mine:
+        raise RunFileError(
+            where,
+            f"its {rows[0][0]} 'meta' is not the table nbviz creates, so its schema version "
+            "is not read",
+            _FOREIGN,
+        )
+    return True
+
+
+def read_schema_version(conn: sqlite3.Connection, where: Path | str = "run") -> int | None:
+    """The stored ``schema_version``, or None for a database without one.
+
+    The ``meta`` table is read only once it is known to be nbviz's; a version
+    that is not a whole number raises RunFileError.
+    """
+    if not _meta_is_nbviz(conn, where):
+        return None
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if row is None:
+        return None
+    try:
+        version = json.loads(row[0])
+    except (TypeError, ValueError):
+        version = row[0]
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise SchemaError(
+            where,
+            f"its schema_version is {reprlib_short(version)}, not a whole number: the file "
+            "was changed by something other than nbviz, or is damaged",
+            _FOREIGN,
+        )
+    return version
+
+
+def reprlib_short(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters (for values read from a foreign file)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_version(conn: sqlite3.Connection, where: Path | str, *, readonly: bool) -> None:
-    """Raise SchemaError unless the database is at SCHEMA_VERSION (migrating if allowed)."""
-    version = read_schema_version(conn)
+    """Raise unless the database is a run at SCHEMA_VERSION (migrating it if allowed).
+
+    SchemaError: no schema version, a newer one, or an older one that cannot
+    be (or, read-only, is not) migrated. RunFileError: schema objects that are
+    not the version's, or a damaged file.
+    """
+    try:
+        _check_version(conn, where, readonly=readonly)
+    except sqlite3.DatabaseError as exc:
+        raise from_sqlite_error(_file(where), exc, "reading its schema") from exc
+
+
+def _file(where: Path | str) -> Path:
+    """The database file of ``where`` (a run directory or the file), for messages."""
+    where = Path(where)
+    return where if where.name == DB_NAME or where.is_file() else where / DB_NAME
+
+
+def _check_version(conn: sqlite3.Connection, where: Path | str, *, readonly: bool) -> None:
+    file = _file(where)
+    version = read_schema_version(conn, file)
     if version is None:
-        raise SchemaError(f"{where} is not an nbviz run: it has no schema_version")
+        raise SchemaError(file, "it is not an nbviz run: it has no schema_version", _NOT_A_RUN)
     if version > SCHEMA_VERSION:
         raise SchemaError(
-            f"run at {where} was written with schema {version} but this nbviz "
-            f"reads up to {SCHEMA_VERSION}: upgrade nbviz"
+            file,
+            f"the run was written with schema {version} but this nbviz reads up to "
+            f"{SCHEMA_VERSION}",
+            "upgrade nbviz",
         )
+    if version not in DDL_OF_VERSION:
+        raise SchemaError(
+            file,
+            f"its schema_version is {version}, which no nbviz release wrote",
+            _FOREIGN,
+        )
+    check_objects(conn, file, version)
     if version == SCHEMA_VERSION:
         return
     missing = [v for v in range(version, SCHEMA_VERSION) if v not in MIGRATIONS]
     if missing:
         raise SchemaError(
-            f"run at {where} was written with schema {version} and this nbviz "
-            f"reads schema {SCHEMA_VERSION}, but it has no migration from schema "
-            f"{missing[0]}: open the run with the nbviz release that wrote it, or "
-            f"record it again"
+            file,
+            f"the run was written with schema {version} and this nbviz reads schema "
+            f"{SCHEMA_VERSION}, but it has no migration from schema {missing[0]}",
+            "open the run with the nbviz release that wrote it, or record it again",
         )
     if readonly:
         raise SchemaError(
-            f"run at {where} was written with schema {version} and this nbviz "
-            f"reads schema {SCHEMA_VERSION}: open it once for writing "
-            f"(nbviz.Run({str(where)!r})) to migrate it"
+            file,
+            f"the run was written with schema {version} and this nbviz reads schema "
+            f"{SCHEMA_VERSION}",
+            f"open it once for writing (nbviz.Run({str(where)!r})) to migrate it",
         )
     for v in range(version, SCHEMA_VERSION):
         conn.execute("BEGIN IMMEDIATE")
@@ -302,45 +412,57 @@ def _set_version(conn: sqlite3.Connection, version: int) -> None:
 
 
 def create_or_open(path: Path | str) -> sqlite3.Connection:
-    """Create a run (directory, database, schema) or open one and check its version.
+    """Create a run (directory, database, schema) or open one and check it.
 
     Returns a writable connection in autocommit mode. An older schema is
     brought up to date through :data:`MIGRATIONS`; a newer one, or an older one
-    with no migration path, raises SchemaError saying what to do.
+    with no migration path, raises SchemaError saying what to do; a damaged or
+    foreign file raises RunFileError. A write-ahead log that lost commits is
+    reported (a RunFileWarning) before SQLite reads it and drops what it lost.
     """
     path = Path(path)
+    file = db_path(path)
+    warn_lost_commits(file)
     conn = connect(path, readonly=False)
     try:
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            fresh = (
-                conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[
-                    0
-                ]
-                == 0
-            )
-            if fresh:
-                for statement in DDL:
-                    conn.execute(statement)
-                _set_version(conn, SCHEMA_VERSION)
-                conn.execute(
-                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('created', ?)",
-                    (json.dumps(time.time()),),
-                )
-                conn.execute(
-                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('nbviz_version', ?)",
-                    (json.dumps(_nbviz_version()),),
-                )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                fresh = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+                if fresh:
+                    for statement in DDL:
+                        conn.execute(statement)
+                    _set_version(conn, SCHEMA_VERSION)
+                    conn.execute(
+                        "INSERT OR IGNORE INTO meta(key, value) VALUES ('created', ?)",
+                        (json.dumps(time.time()),),
+                    )
+                    conn.execute(
+                        "INSERT OR IGNORE INTO meta(key, value) VALUES ('nbviz_version', ?)",
+                        (json.dumps(_nbviz_version()),),
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as exc:
+            raise from_sqlite_error(file, exc, "opening the run to write") from exc
         if not fresh:
             check_version(conn, path, readonly=False)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def warn_lost_commits(file: Path) -> None:
+    """Warn (RunFileWarning) when ``file``'s write-ahead log lost commits SQLite cannot read."""
+    lost = lost_commits(file)
+    if lost:
+        warn_run_file(
+            f"{file}: {lost}. The run is opened with what can be read; copy it again from "
+            "where it was recorded if that copy is whole"
+        )
 
 
 def _nbviz_version() -> str:

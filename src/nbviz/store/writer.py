@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from nbviz.store.closing import Closing
+from nbviz.store.connection import close_writer, db_path
+from nbviz.store.errors import warn_run_file
 from nbviz.store.schema import TABLES, create_or_open
 
 __all__ = ["Writer", "WriterError"]
@@ -271,13 +273,16 @@ def _shutdown(state: _State, thread: threading.Thread, at_exit: bool = False) ->
         state.closing = True
         state.cond.notify_all()
     thread.join()
-    try:
-        state.conn.close()
-    except sqlite3.Error:
-        pass
+    # the run becomes one self-contained file: log folded in, WAL mode left when alone
+    problem = close_writer(state.conn, db_path(state.where))
     state.closed = True
     if at_exit and not state.by_close and (state.error is not None or state.fatal is not None):
         print(f"nbviz: {state.fatal or state.error}", file=sys.stderr)
+    if problem:
+        if at_exit and not state.by_close:
+            print(f"nbviz: {db_path(state.where)}: {problem}", file=sys.stderr)
+        else:
+            warn_run_file(f"{db_path(state.where)}: {problem}")
 
 
 class Writer(Closing):
@@ -461,7 +466,13 @@ class Writer(Closing):
         self._raise_pending()
 
     def close(self) -> None:
-        """Commit everything queued, stop the thread and close the connection (idempotent)."""
+        """Commit everything queued, stop the thread and close the connection (idempotent).
+
+        The log is folded into ``run.sqlite`` and, when no other connection has
+        the run open, the database leaves WAL mode: a closed run is one
+        self-contained file. If another connection kept it from that, a
+        RunFileWarning says so.
+        """
         if not self._finalizer.alive:
             return
         self._state.by_close = True
