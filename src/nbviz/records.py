@@ -1,7 +1,9 @@
-"""Checking what a user logs and turning it into store rows.
+"""Turning what a user logs into store rows: numbers, predictions, thumbnails, text.
 
-Every check names the argument, what was expected and what came: bad input is
-refused at logging time, where the user can still fix it, not later in a view.
+The checks of what enters (steps, text, ids, class indices) are in
+:mod:`nbviz.arguments`; every conversion here names the argument, what was
+expected and what came: bad input is refused at logging time, where the user
+can still fix it, not later in a view.
 """
 
 from __future__ import annotations
@@ -10,42 +12,57 @@ import io
 import json
 import math
 import numbers
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from nbviz.arguments import (  # noqa: F401 - the checks, where the conversions were first
+    check_class_index,
+    check_class_names,
+    check_ids,
+    check_labels,
+    check_split,
+    check_step,
+    check_text,
+    jsonable,
+    to_numpy,
+)
 
 #: Largest side of a stored image thumbnail, in pixels.
 THUMBNAIL_SIZE = 96
 
 
-def to_numpy(value: Any, what: str) -> np.ndarray:
-    """A numpy array from a numpy array, torch tensor or sequence (detached, on the host)."""
-    if hasattr(value, "detach") and hasattr(value, "cpu"):
-        value = value.detach().cpu()
-        if str(value.dtype) in ("torch.bfloat16", "torch.float16"):
-            value = value.float()
-        return value.numpy()
+def _int_as_float(name: str, value: int) -> float:
     try:
-        return np.asarray(value)
-    except Exception as exc:  # noqa: BLE001 - any conversion failure means bad input
-        raise TypeError(f"{what}: expected an array or tensor, got {type(value).__name__}") from exc
+        return float(value)
+    except OverflowError:
+        raise ValueError(
+            f"log: {name} is an integer of {value.bit_length()} bits, too large for a "
+            "float64 (values are stored as float64)"
+        ) from None
 
 
 def scalar_value(name: str, value: Any) -> float:
     """A float from a Python/numpy number or a 0-d tensor; NaN and inf are kept."""
     kind = type(value)
-    if kind is float or kind is int:
-        return float(value)
+    if kind is float:
+        return value
+    if kind is int:
+        return _int_as_float(name, value)
     if getattr(value, "ndim", None) == 0 and hasattr(value, "item") and kind is not np.bool_:
         item = value.item()  # a 0-d tensor or array, a numpy number
-        if type(item) is float or type(item) is int:
-            return float(item)
+        if type(item) is float:
+            return item
+        if type(item) is int:
+            return _int_as_float(name, item)
     if isinstance(value, bool | np.bool_):
         return float(value)
     if isinstance(value, numbers.Real):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            raise ValueError(f"log: {name}={value!r} is too large for a float64") from None
     if hasattr(value, "numel") and hasattr(value, "item"):
         if value.numel() != 1:
             raise ValueError(
@@ -62,99 +79,6 @@ def scalar_value(name: str, value: Any) -> float:
     raise TypeError(f"log: {name}={value!r} is a {type(value).__name__}, not a number")
 
 
-def check_step(step: Any, what: str) -> int:
-    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
-        if hasattr(step, "item") and getattr(step, "ndim", 1) == 0:
-            step = step.item()
-        if isinstance(step, bool) or not isinstance(step, numbers.Integral):
-            raise TypeError(f"{what}: step must be an integer, got {step!r}")
-    step = int(step)
-    if step < 0:
-        raise ValueError(f"{what}: step must be >= 0, got {step}")
-    return step
-
-
-def check_split(split: Any, what: str) -> str:
-    """A split's name: a non-empty string."""
-    if not isinstance(split, str) or not split:
-        raise TypeError(f"{what}: split must be a non-empty string, got {split!r}")
-    return split
-
-
-def check_class_names(class_names: Any, current: Sequence[str] | None) -> list[str]:
-    """Class names as strings; a run that has names already may only get as many or more."""
-    if isinstance(class_names, str) or not isinstance(class_names, Iterable):
-        raise TypeError(f"class_names must be a list of strings, got {class_names!r}")
-    names = [str(c) for c in class_names]
-    if current is not None and names != list(current) and len(names) < len(current):
-        raise ValueError(
-            f"class_names: the run already has {len(current)} classes; got {len(names)}"
-        )
-    return names
-
-
-def jsonable(value: dict[str, Any], what: str) -> dict[str, Any]:
-    """``value`` as JSON would give it back: numpy numbers as numbers, paths as text,
-    anything else JSON cannot hold as its ``repr``."""
-    try:
-        return json.loads(json.dumps(value, default=_json_default))
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{what}: values must be JSON-serialisable ({exc})") from exc
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    return repr(value)
-
-
-def check_ids(ids: Any, n: int, what: str) -> np.ndarray:
-    """Sample ids: ``0..n-1`` when None, else ``n`` unique non-negative integers."""
-    if ids is None:
-        return np.arange(n, dtype=np.int64)
-    arr = to_numpy(ids, f"{what}: ids").reshape(-1)
-    if arr.shape[0] != n:
-        raise ValueError(f"{what}: ids has {arr.shape[0]} items but there are {n} samples")
-    if arr.dtype.kind not in "iu":
-        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-        else:
-            raise TypeError(
-                f"{what}: ids must be integers, got dtype {arr.dtype}; map string keys to "
-                "integers (and log the names as text samples)"
-            )
-    arr = arr.astype(np.int64)
-    if n and arr.min() < 0:
-        raise ValueError(f"{what}: ids must be >= 0, got {int(arr.min())}")
-    uniq, counts = np.unique(arr, return_counts=True)
-    if uniq.shape[0] != n:
-        dup = uniq[counts > 1][:5].tolist()
-        raise ValueError(f"{what}: ids are not unique; repeated: {dup}")
-    return arr
-
-
-def check_labels(labels: Any, n: int, n_classes: int | None, what: str) -> np.ndarray:
-    arr = to_numpy(labels, f"{what}: labels").reshape(-1)
-    if arr.shape[0] != n:
-        raise ValueError(f"{what}: labels has {arr.shape[0]} items but there are {n} samples")
-    if arr.dtype.kind not in "iu":
-        if arr.dtype.kind == "f" and np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-        else:
-            raise TypeError(f"{what}: labels must be integer class indices, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64)
-    if n and arr.min() < 0:
-        raise ValueError(f"{what}: labels must be >= 0, got {int(arr.min())}")
-    if n_classes is not None and n and arr.max() >= n_classes:
-        bad = int(arr.max())
-        raise ValueError(
-            f"{what}: label {bad} is out of range for {n_classes} classes (0..{n_classes - 1})"
-        )
-    return arr
-
-
 def softmax(logits: np.ndarray) -> np.ndarray:
     z = logits - logits.max(axis=1, keepdims=True)
     np.exp(z, out=z)
@@ -163,18 +87,24 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 
 def predictions_from(
-    logits_or_preds: Any, labels: np.ndarray | None, what: str
+    logits_or_preds: Any, labels: np.ndarray | None, what: str, n_classes: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """``(pred, loss, confidence, probs)`` from logits ``(N, C)`` or predicted classes ``(N,)``.
 
     From logits: softmax probabilities, cross-entropy per sample, confidence = top
     probability. ``(N, 1)`` logits are a binary model's single logit, read as
-    :func:`two_class_logits`. From classes alone: loss and confidence are NaN.
+    :func:`two_class_logits`. From classes alone: loss and confidence are NaN,
+    and the classes are checked as class indices (below ``n_classes`` if known).
     """
     arr = to_numpy(logits_or_preds, f"{what}: logits_or_preds")
     if arr.ndim == 2:
         if arr.dtype.kind not in "fiu":
             raise TypeError(f"{what}: logits must be numeric, got dtype {arr.dtype}")
+        if arr.shape[1] == 0:
+            raise ValueError(
+                f"{what}: logits of shape {tuple(arr.shape)} have no classes; give "
+                "(N, classes) logits, (N, 1) for a binary model, or (N,) predicted classes"
+            )
         single = arr.shape[1] == 1
         logits = two_class_logits(arr.astype(np.float64))
         probs = softmax(logits.copy())
@@ -199,14 +129,18 @@ def predictions_from(
             loss = np.full(len(pred), np.nan)
         return pred, loss, confidence, probs.astype(np.float32)
     if arr.ndim == 1:
-        if arr.dtype.kind not in "iu" and not (
-            arr.dtype.kind == "f" and np.all(arr == np.round(arr))
-        ):
+        if arr.dtype.kind not in "iuf":
             raise TypeError(
                 f"{what}: a 1-d logits_or_preds must hold predicted class indices, got dtype "
                 f"{arr.dtype}; for a binary model's single logit per sample, pass shape (N, 1)"
             )
-        pred = arr.astype(np.int64)
+        if arr.dtype.kind == "f" and np.isfinite(arr).all() and np.any(arr != np.round(arr)):
+            raise TypeError(
+                f"{what}: a 1-d logits_or_preds must hold predicted class indices, got "
+                f"{arr[arr != np.round(arr)][0]}; for a binary model's single logit per "
+                "sample, pass shape (N, 1)"
+            )
+        pred = check_class_index(arr, len(arr), n_classes, what, "predicted classes")
         nan = np.full(len(pred), np.nan)
         return pred, nan, nan.copy(), None
     raise ValueError(
@@ -273,18 +207,27 @@ def sample_rows(
     if records is not None:  # a table of mixed columns: each row as "column: value" lines
         if kind not in (None, "text"):
             raise ValueError(f"{what}: a table's rows are text samples, not kind={kind!r}")
+        for r in records:
+            for k in r:
+                check_text(k, what, "a column name")
         texts = ["\n".join(f"{k}: {_cell(v)}" for k, v in r.items()) for r in records]
+        for i, t in enumerate(texts):
+            check_text(t, what, f"row {i}", empty=True)
         return [("text", None, None, None, t) for t in texts], len(texts)
     if isinstance(data, Sequence) and data and all(isinstance(d, str) for d in data):
         texts = list(data)
         if kind not in (None, "text"):
             raise ValueError(f"{what}: strings can only be text samples, not kind={kind!r}")
+        for i, t in enumerate(texts):
+            check_text(t, what, f"data[{i}]", empty=True)
         return [("text", None, None, None, t) for t in texts], len(texts)
     arr = to_numpy(data, f"{what}: data")
     if arr.ndim == 0:
         raise ValueError(f"{what}: data must hold one item per sample, got a scalar")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{what}: data must be numeric (or a list of strings), got {arr.dtype}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{what}: data holds no samples (shape {tuple(arr.shape)})")
     if kind is None:
         kind = "image" if arr.ndim >= 3 else "array"
     if kind not in ("image", "array"):
@@ -295,6 +238,11 @@ def sample_rows(
             raise ValueError(
                 f"{what}: images must be (N, H, W), (N, H, W, C) or (N, C, H, W), got shape "
                 f"{tuple(arr.shape)}"
+            )
+        if 0 in arr.shape:
+            raise ValueError(
+                f"{what}: images of shape {tuple(arr.shape)} are empty: every side must be "
+                "at least one pixel"
             )
         for img in arr:
             png, shape = png_thumbnail(img)

@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from nbviz import records as rec
+from nbviz.arguments import MAX_STEP
 from nbviz.recording import ranks, tables
 from nbviz.recording.capture import capture_rows
 from nbviz.recording.evaluation import evaluate_into
 from nbviz.recording.profiling import record_profile
-from nbviz.recording.watching import probes_replaced
+from nbviz.recording.watching import check_watch_options, probes_replaced
 from nbviz.store import DB_NAME, Reader, Writer
 
 if TYPE_CHECKING:  # torch is only needed to watch or evaluate a model
@@ -167,7 +168,7 @@ class Run(RunView):
             merged = {**self.config, **rec.jsonable(dict(config), "config")}
             self._writer.set_meta("config", merged)
         if name is not None:
-            self._writer.set_meta("name", str(name))
+            self._writer.set_meta("name", rec.check_text(name, "Run", "name"))
         if class_names is not None:
             self._set_class_names(class_names)
         try:
@@ -198,6 +199,7 @@ class Run(RunView):
         from nbviz.probes.merge import ProbeMeta
         from nbviz.probes.probe import Probe
 
+        check_watch_options(Probe, model, options)
         name = options.get("name")
         taken_over = probes_replaced(self._probes, model, name, bool(options.get("replace")))
         if "first_step" not in options:
@@ -238,7 +240,7 @@ class Run(RunView):
         """
         # called on every training step: the common case (an int step, keyword
         # scalars) takes the shortest path
-        if type(step) is not int or step < 0:
+        if type(step) is not int or step < 0 or step > MAX_STEP:
             step = rec.check_step(step, "log")
         if values is None:
             items = scalars
@@ -253,6 +255,8 @@ class Run(RunView):
         for key, value in items.items():
             if type(key) is not str or not key:
                 raise TypeError(f"log: scalar names must be non-empty strings, got {key!r}")
+            if not key.isascii():
+                rec.check_text(key, "log", "scalar name")
             last = last_step.get(key)
             if last is not None and step <= last and not overwrite:
                 raise ValueError(
@@ -289,6 +293,7 @@ class Run(RunView):
         split: str = "val",
         *,
         loss: Any = None,
+        overwrite: bool = False,
     ) -> None:
         """Record one evaluation's predictions at ``step``.
 
@@ -297,11 +302,28 @@ class Run(RunView):
         (one logit per sample, as ``BCEWithLogitsLoss`` takes) or ``(N,)`` predicted
         classes.
         ``ids`` default to ``0..N-1`` in the order given (as in ``log_samples``);
-        ``loss`` overrides the per-sample loss.
+        ``loss`` overrides the per-sample loss. Predictions already recorded at
+        this step and split are an error, or with ``overwrite=True`` are replaced
+        whole (their class probabilities with them): one evaluation per step and split.
         """
         rows, probabilities = tables.predictions(
             step, logits_or_preds, labels, ids, split, loss=loss, n_classes=self._n_classes()
         )
+        step, split = rows[0][1], rows[0][0]
+        if self._dist is None or self._dist.writes:
+            if self._one(
+                "SELECT 1 FROM predictions WHERE split = ? AND step = ? LIMIT 1", (split, step)
+            ):
+                if not overwrite:
+                    raise ValueError(
+                        f"log_predictions: {split!r} predictions are already recorded at step "
+                        f"{step}; pass overwrite=True to replace them (predictions and class "
+                        "probabilities together), or log this evaluation at another step"
+                    )
+                for table in ("predictions", "probabilities"):
+                    self._writer.execute(
+                        f"DELETE FROM {table} WHERE split = ? AND step = ?", (split, step)
+                    )
         self._writer.insert("predictions", rows)
         if probabilities:
             self._writer.insert("probabilities", probabilities)

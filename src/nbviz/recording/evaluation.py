@@ -98,7 +98,8 @@ def _record(
     samples: bool,
 ) -> None:
     """Predictions, embeddings, unit values and (the first time for a split) the samples."""
-    run.log_predictions(step, result.logits, result.labels, ids=ids, split=split)
+    # an evaluation again at the same step (a cell run again) replaces the last one whole
+    run.log_predictions(step, result.logits, result.labels, ids=ids, split=split, overwrite=True)
     if result.embeddings is not None:
         layer = prefix + result.embed_name if result.embed_name else None
         run.log_embeddings(step, result.embeddings, ids=ids, split=split, layer=layer)

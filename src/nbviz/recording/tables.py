@@ -6,6 +6,7 @@ value) and returns the rows for the store, in the table's column order.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -34,18 +35,26 @@ def predictions(
     step = rec.check_step(step, what)
     split = rec.check_split(split, what)
     arr = rec.to_numpy(logits_or_preds, f"{what}: logits_or_preds")
-    n = arr.shape[0] if arr.ndim else 0
+    if arr.ndim == 0 or arr.shape[0] == 0:
+        raise ValueError(
+            f"{what}: logits_or_preds holds no samples (shape {tuple(arr.shape)}); "
+            "log predictions once there are some"
+        )
+    n = arr.shape[0]
     y = rec.to_numpy(labels, f"{what}: labels").reshape(-1)
     if y.shape[0] != n:
         raise ValueError(f"{what}: labels has {y.shape[0]} items but logits has {n} rows")
     y = rec.check_labels(y, n, n_classes, what)
-    pred, per_loss, confidence, probs = rec.predictions_from(arr, y, what)
+    pred, per_loss, confidence, probs = rec.predictions_from(arr, y, what, n_classes)
     if probs is not None and n_classes is not None and probs.shape[1] != n_classes:
         raise ValueError(
             f"{what}: logits have {probs.shape[1]} classes but the run has {n_classes} class names"
         )
     if loss is not None:
-        per_loss = rec.to_numpy(loss, f"{what}: loss").reshape(-1).astype(np.float64)
+        per_loss = rec.to_numpy(loss, f"{what}: loss").reshape(-1)
+        if per_loss.dtype.kind not in "biuf":
+            raise TypeError(f"{what}: loss must be numbers, got dtype {per_loss.dtype}")
+        per_loss = per_loss.astype(np.float64)
         if per_loss.shape[0] != n:
             raise ValueError(f"{what}: loss has {per_loss.shape[0]} items but there are {n}")
     ids_arr = rec.check_ids(ids, n, what)
@@ -66,13 +75,29 @@ def embeddings(
     what = "log_embeddings"
     step = rec.check_step(step, what)
     split = rec.check_split(split, what)
+    if layer is not None:
+        rec.check_text(layer, what, "layer")
     mat = rec.to_numpy(features, f"{what}: features")
+    if mat.ndim == 0:
+        raise ValueError(f"{what}: features must be (N, D) per-sample values, got a scalar")
     if mat.ndim == 1:
         mat = mat.reshape(-1, 1)
     if mat.ndim > 2:
-        mat = mat.reshape(mat.shape[0], -1)
+        mat = mat.reshape(mat.shape[0], math.prod(mat.shape[1:]))
     if mat.dtype.kind not in "fiub":
         raise TypeError(f"{what}: features must be numeric, got dtype {mat.dtype}")
+    if 0 in mat.shape:
+        raise ValueError(
+            f"{what}: features of shape {tuple(rec.to_numpy(features, what).shape)} are empty: "
+            "give at least one sample with at least one value"
+        )
+    if mat.dtype.kind == "f" and mat.dtype.itemsize > 4:
+        finite = np.abs(mat[np.isfinite(mat)])
+        if finite.size and finite.max() > np.finfo(np.float32).max:
+            raise ValueError(
+                f"{what}: features hold {finite.max():g}, beyond float32's range (they are "
+                "stored as float32); rescale them"
+            )
     mat = np.ascontiguousarray(mat, dtype=np.float32)
     ids_arr = rec.check_ids(ids, mat.shape[0], what)
     if kind not in ("embedding", "units"):

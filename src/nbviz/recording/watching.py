@@ -16,7 +16,38 @@ if TYPE_CHECKING:  # torch is imported where a model is watched
 
     from nbviz.probes.probe import Probe
 
-__all__ = ["probes_replaced"]
+__all__ = ["check_watch_options", "probes_replaced"]
+
+# options of Probe that the Run sets itself
+_SET_BY_RUN = frozenset({"dist", "on_close"})
+
+
+def check_watch_options(probe_class: type, model: Any, options: dict[str, Any]) -> None:
+    """Refuse, naming them, options ``Probe`` does not take, a first step out of range,
+    and a model whose module or parameter names cannot be stored as text."""
+    import inspect
+
+    from nbviz.arguments import check_step, check_text
+
+    params = inspect.signature(probe_class.__init__).parameters
+    known = sorted(p for p in params if p not in ("self", "sink", "model", *_SET_BY_RUN))
+    unknown = sorted(str(k) for k in options if k not in known)
+    if unknown:
+        raise TypeError(
+            f"watch: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+            f"watch takes {', '.join(known)}"
+        )
+    if "first_step" in options:
+        check_step(options["first_step"], "watch", "first_step")
+    if options.get("name") is not None:
+        check_text(options["name"], "watch", "name")
+    for named in (model.named_modules(), model.named_parameters()):
+        for qualified, item in named:
+            if not qualified.isascii():
+                check_text(qualified, "watch", "a module name of the model", empty=True)
+            kind = type(item).__name__
+            if not kind.isascii():
+                check_text(kind, "watch", f"the type name of {qualified!r}")
 
 
 def probes_replaced(
