@@ -290,7 +290,9 @@ class NbvizCallback(Callback):
         run = self._run(trainer)
         step = _logged_step(trainer)
         ids = result.ids
-        run.log_predictions(step, result.evaluation.logits, result.evaluation.labels, ids, split)
+        run.log_predictions(
+            step, result.evaluation.logits, result.evaluation.labels, ids, split, overwrite=True
+        )
         e = result.evaluation
         if e.embeddings is not None:
             run.log_embeddings(step, e.embeddings, ids=ids, split=split, layer=e.embed_name)

@@ -262,7 +262,9 @@ class NbvizCallback(TrainerCallback):
         run = self._open(args, kw.get("model"), fresh=False)
         step = int(state.global_step)
         ids = np.arange(len(result.labels))
-        run.log_predictions(step, result.logits, result.labels, ids=ids, split=split)
+        run.log_predictions(
+            step, result.logits, result.labels, ids=ids, split=split, overwrite=True
+        )
         if result.embeddings is not None:
             run.log_embeddings(
                 step, result.embeddings, ids=ids, split=split, layer=result.embed_name
