@@ -44,6 +44,7 @@ MAX_STEP = 2**53 - 1
 MAX_CLASS = 2**31 - 1
 _STEP_LIMIT = f"2**53 - 1 = {MAX_STEP:,}"
 _WHY_STEP = "the views draw steps on float64 axes, exact up to there"
+_SINGULAR = {"labels": "label", "predicted classes": "predicted class"}
 
 
 def to_numpy(value: Any, what: str) -> np.ndarray:
@@ -131,7 +132,7 @@ def _check_json_text(value: Any, what: str, where: str) -> None:
         check_text(value, what, where, empty=True)
     elif isinstance(value, dict):
         for key, item in value.items():
-            check_text(key, what, f"key {key!r} of {where}", empty=True)
+            check_text(key, what, f"a key of {where}", empty=True)
             _check_json_text(item, what, f"{where}[{key!r}]")
     elif isinstance(value, list):
         for i, item in enumerate(value):
@@ -219,7 +220,7 @@ def check_class_index(
     if n_classes is not None and n and arr.max() >= n_classes:
         bad = int(arr.max())
         raise ValueError(
-            f"{what}: {arg[:-1] if arg.endswith('s') else arg} {bad} is out of range for "
+            f"{what}: {_SINGULAR.get(arg, arg)} {bad} is out of range for "
             f"{n_classes} classes (0..{n_classes - 1})"
         )
     return arr

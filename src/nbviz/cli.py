@@ -18,15 +18,23 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     from nbviz.run import open_run
+    from nbviz.store import RunFileError
     from nbviz.summary_text import run_summary
 
-    with open_run(args.run) as run:
-        if not args.no_findings:  # the verdict first: what is broken, then the details
-            from nbviz.analysis.triage import triage, verdict_text
+    try:
+        with open_run(args.run) as run:
+            if not args.no_findings:  # the verdict first: what is broken, then the details
+                from nbviz.analysis.triage import triage, verdict_text
 
-            print(verdict_text(triage(run)))
-            print()
-        print(run_summary(run, findings=not args.no_findings))
+                print(verdict_text(triage(run)))
+                print()
+            print(run_summary(run, findings=not args.no_findings))
+    except RunFileError as exc:
+        from nbviz.store.inspect import describe_failure
+
+        print(f"nbviz info: {exc}", file=sys.stderr)
+        print(f"what could be read of {args.run}:\n{describe_failure(args.run)}")
+        return 1
     return 0
 
 
@@ -102,9 +110,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from nbviz.store import RunFileError, WriterError
+
     try:
         return int(args.func(args) or 0)
-    except (FileNotFoundError, NotADirectoryError, ValueError, ImportError) as exc:
+    except (
+        FileNotFoundError,
+        NotADirectoryError,
+        ValueError,
+        ImportError,
+        RunFileError,
+        WriterError,
+    ) as exc:
         print(f"nbviz {args.command}: {exc}", file=sys.stderr)
         return 1
 

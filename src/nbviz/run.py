@@ -65,7 +65,7 @@ class RunView(Reader):
     def layers(self) -> pd.DataFrame:
         """The model summary: name, type, params, shape, watched (one row per module)."""
         model = self.meta("model") or {}
-        rows = model.get("modules", [])
+        rows = model.get("modules") or []
         columns = ["name", "type", "depth", "params", "own_params", "trainable", "shape"]
         columns += ["watched", "note"]
         frame = pd.DataFrame(rows, columns=columns)

@@ -50,6 +50,8 @@ __all__ = [
     "TABLES",
     "SchemaError",
     "check_objects",
+    "expected_objects",
+    "normal_sql",
     "check_version",
     "connect",
     "create_or_open",
@@ -220,7 +222,7 @@ _FOREIGN = (
 )
 
 
-def _normal_sql(sql: str | None) -> str | None:
+def normal_sql(sql: str | None) -> str | None:
     """SQL text with runs of whitespace made one space, and none inside brackets' edges."""
     if sql is None:
         return None
@@ -245,12 +247,12 @@ def expected_objects(version: int) -> frozenset[tuple[str, str, str, str | None]
         rows = mem.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
     finally:
         mem.close()
-    return frozenset((t, n, tb, _normal_sql(q)) for t, n, tb, q in rows)
+    return frozenset((t, n, tb, normal_sql(q)) for t, n, tb, q in rows)
 
 
 def _objects(conn: sqlite3.Connection) -> set[tuple[str, str, str, str | None]]:
     rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
-    return {(str(t), str(n), str(tb), _normal_sql(q)) for t, n, tb, q in rows}
+    return {(str(t), str(n), str(tb), normal_sql(q)) for t, n, tb, q in rows}
 
 
 def _describe(obj: tuple[str, str, str, str | None]) -> str:
@@ -297,7 +299,7 @@ def _meta_is_nbviz(conn: sqlite3.Connection, where: Path | str) -> bool:
     if not rows:
         return False
     mine = {o for o in expected_objects(SCHEMA_VERSION) if o[1] == "meta"}
-    if {(str(t), str(n), str(tb), _normal_sql(q)) for t, n, tb, q in rows} != mine:
+    if {(str(t), str(n), str(tb), normal_sql(q)) for t, n, tb, q in rows} != mine:
         raise RunFileError(
             where,
             f"its {rows[0][0]} 'meta' is not the table nbviz creates, so its schema version "
@@ -455,8 +457,42 @@ def create_or_open(path: Path | str) -> sqlite3.Connection:
     return conn
 
 
+def check_file_size(file: Path) -> None:
+    """Raise RunFileError when ``file`` is shorter than its header says (a copy cut short).
+
+    SQLite reads missing bytes of a cut-short file as zeros, silently, so this
+    is checked before it reads. Only while the log is empty: during a
+    checkpoint, a run being written may grow after its header says it has.
+    """
+    wal = Path(f"{file}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        return
+    try:
+        with open(file, "rb") as f:
+            header = f.read(100)
+        size = file.stat().st_size
+    except OSError:
+        return
+    if len(header) < 100 or header[:16] != b"SQLite format 3\x00":
+        return  # SQLite itself says what is wrong with it
+    page = int.from_bytes(header[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(header[28:32], "big")
+    valid = header[24:28] == header[92:96]  # the header's page count is current
+    if page and (size % page or (valid and pages and size < pages * page)):
+        expected = f"{pages * page:,}" if valid and pages else f"a multiple of {page:,}"
+        raise RunFileError(
+            file,
+            f"the file is {size:,} bytes where its header says {expected}: it was cut short "
+            "(a copy or download that stopped early), and what is missing would be read as "
+            "zeros",
+        )
+
+
 def warn_lost_commits(file: Path) -> None:
-    """Warn (RunFileWarning) when ``file``'s write-ahead log lost commits SQLite cannot read."""
+    """Warn (RunFileWarning) when ``file``'s write-ahead log lost commits SQLite cannot read;
+    raise RunFileError when the file itself was cut short (:func:`check_file_size`)."""
+    check_file_size(file)
     lost = lost_commits(file)
     if lost:
         warn_run_file(
