@@ -38,6 +38,8 @@ __all__ = [
 ]
 
 DB_NAME = "run.sqlite"
+#: The largest step or sample id a run holds: integers exact in float64 (see nbviz.arguments).
+MAX_STEP = 2**53 - 1
 BUSY_TIMEOUT_MS = 10_000
 #: Seconds one read statement may run before it is stopped (see the module docstring).
 READ_BUDGET_S = 60.0

@@ -23,7 +23,7 @@ import inspect
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,6 +31,7 @@ import numpy as np
 
 from nbviz.store.closing import Closing
 from nbviz.store.columns import int_array
+from nbviz.store.connection import MAX_STEP
 from nbviz.store.errors import RunFileError, StoredValueError, from_sqlite_error
 from nbviz.store.schema import (
     DB_NAME,
@@ -115,11 +116,121 @@ def and_equal(**terms: Any) -> tuple[str, list[Any]]:
 # -- the base of every query -------------------------------------------------------------
 
 
+# -- arguments of the read queries, checked by their annotations ---------------------------
+
+_INT64 = 2**63 - 1
+_STEP_LIKE = frozenset({"step", "steps", "id", "ids"})
+
+
+def _check_int(method: str, arg: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{method}: {arg} must be an integer, got {value!r}")
+    top = MAX_STEP if arg in _STEP_LIKE else _INT64
+    low = 0 if arg in _STEP_LIKE else -_INT64 - 1
+    if not low <= int(value) <= top:
+        raise ValueError(f"{method}: {arg} must be an integer in {low}..{top}, got {value!r}")
+
+
+def _check_str(method: str, arg: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{method}: {arg} must be a string, got {value!r}")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"{method}: {arg} {value!r} holds a lone surrogate; no run stores such text"
+            ) from None
+
+
+def _each(check: Callable[[str, str, Any], None]) -> Callable[[str, str, Any], None]:
+    def check_all(method: str, arg: str, value: Any) -> None:
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise TypeError(f"{method}: {arg} must be a sequence, got {value!r}")
+        for item in value:
+            check(method, arg, item)
+
+    return check_all
+
+
+def _either(
+    expected: str, *checks: Callable[[str, str, Any], None]
+) -> Callable[[str, str, Any], None]:
+    def check_any(method: str, arg: str, value: Any) -> None:
+        errors: list[Exception] = []
+        for check in checks:
+            try:
+                check(method, arg, value)
+                return
+            except (TypeError, ValueError) as exc:
+                errors.append(exc)
+        values = [e for e in errors if isinstance(e, ValueError)]
+        if values:
+            raise values[0]
+        raise TypeError(f"{method}: {arg} must be {expected}, got {value!r}")
+
+    return check_any
+
+
+def _pair(method: str, arg: str, value: Any) -> None:
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"{method}: {arg} must be a (low, high) pair, got {value!r}")
+    for v in value:
+        _check_int(method, arg, v)
+
+
+def _mapping_of_ints(method: str, arg: str, value: Any) -> None:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{method}: {arg} must be a mapping, got {value!r}")
+    for k, v in value.items():
+        _check_str(method, f"a key of {arg}", k)
+        _check_int(method, f"{arg}[{k!r}]", v)
+
+
+# what each annotation of a read query's arguments admits (None is checked apart)
+_ANNOTATION_CHECKS: dict[str, Callable[[str, str, Any], None]] = {
+    "int": _check_int,
+    "str": _check_str,
+    "Sequence[int]": _each(_check_int),
+    "int | Sequence[int]": _either("an integer or integers", _check_int, _each(_check_int)),
+    "str | Sequence[str]": _either("a string or strings", _check_str, _each(_check_str)),
+    "tuple[int, int]": _pair,
+    "Mapping[str, int]": _mapping_of_ints,
+}
+
+
+def _argument_checks(method: Callable[..., Any]) -> dict[str, tuple[bool, Callable]]:
+    """``{argument: (None allowed, check)}`` for the annotated arguments of ``method``."""
+    checks = {}
+    for name, param in inspect.signature(method).parameters.items():
+        annotation = param.annotation if isinstance(param.annotation, str) else ""
+        parts = [p.strip() for p in annotation.split(" | ")]
+        optional = "None" in parts
+        key = " | ".join(p for p in parts if p != "None")
+        if key in _ANNOTATION_CHECKS:
+            checks[name] = (optional, _ANNOTATION_CHECKS[key])
+    return checks
+
+
 def _naming_the_file(method: _F) -> _F:
-    """``method`` with a damaged file's errors made RunFileErrors that name the file."""
+    """``method`` with its arguments checked by their annotations (TypeError/ValueError
+    naming the argument and the value), and a damaged file's errors made RunFileErrors
+    that name the file."""
+    signature = inspect.signature(method)
+    checks = _argument_checks(method)
+    name = method.__name__
 
     @functools.wraps(method)
     def read(self: ReaderBase, *args: Any, **kwargs: Any) -> Any:
+        if checks and (args or kwargs):
+            try:
+                bound = signature.bind(self, *args, **kwargs)
+            except TypeError as exc:
+                raise TypeError(f"{name}: {exc}") from None
+            for arg, value in bound.arguments.items():
+                check = checks.get(arg)
+                if check is not None and not (value is None and check[0]):
+                    check[1](name, arg, value)
         try:
             return method(self, *args, **kwargs)
         except StoredValueError as exc:
