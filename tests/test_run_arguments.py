@@ -215,3 +215,43 @@ def test_bad_values_get_messages_that_name_the_argument_and_the_value(
         call(run)
     run.flush()
     assert run.scalars().empty
+
+
+@pytest.mark.parametrize(
+    ("loader", "message"),
+    [
+        (
+            [(torch.randn(2, 4), torch.tensor([float("inf"), 1.0]))],
+            "evaluate: labels must be finite class indices, got inf",
+        ),
+        (
+            [(torch.randn(2, 4), torch.tensor([0, 1, 2]))],
+            "evaluate: batch 0 has 3 labels but the model gave 2 rows of logits",
+        ),
+        (
+            [(torch.randn(2, 4), torch.tensor([0, 1]), torch.tensor([5]))],
+            "evaluate: batch 0 has 1 ids for 2 samples",
+        ),
+        (
+            [(torch.randn(0, 4), torch.zeros(0, dtype=torch.long))],
+            r"evaluate: the loader yielded no samples \(no batches, or only empty ones\)",
+        ),
+        (
+            [(torch.randn(2, 4), torch.tensor([-1, 1]))],
+            "evaluate: labels must be class indices >= 0, got -1",
+        ),
+    ],
+)
+def test_evaluate_checks_the_labels_log_predictions_checks(run, loader, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        run.evaluate(0, _model(), loader)
+    assert run.prediction_steps().tolist() == []
+
+
+def test_evaluate_skips_empty_batches(run) -> None:
+    loader = [
+        (torch.randn(0, 4), torch.zeros(0, dtype=torch.long)),
+        (torch.randn(2, 4), torch.tensor([0, 1])),
+    ]
+    run.evaluate(0, _model(), loader)
+    assert run.predictions(0)["id"].tolist() == [0, 1]

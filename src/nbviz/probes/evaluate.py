@@ -137,8 +137,11 @@ def run_evaluation(
     try:
         model.eval()
         with torch.no_grad():
-            for batch in loader:
+            for number, batch in enumerate(loader):
                 x, y, i = _split_batch(batch)
+                y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
+                if not len(y_arr):
+                    continue  # an empty batch: nothing to evaluate
                 if has_ids is None:
                     has_ids = i is not None
                 elif has_ids != (i is not None):
@@ -149,10 +152,21 @@ def run_evaluation(
                     raise ValueError(
                         f"evaluate: the model returned {type(out).__name__} with no float tensor"
                     )
+                rows = logit.shape[0] if logit.ndim else 1
+                if len(y_arr) != rows:
+                    raise ValueError(
+                        f"evaluate: batch {number} has {len(y_arr)} labels but the model gave "
+                        f"{rows} rows of logits for its inputs"
+                    )
                 logits.append(logit.detach().float().cpu())
-                labels.append(rec.to_numpy(y, "evaluate: labels").reshape(-1))
+                labels.append(y_arr)
                 if i is not None:
-                    ids.append(rec.to_numpy(i, "evaluate: ids").reshape(-1))
+                    i_arr = rec.to_numpy(i, "evaluate: ids").reshape(-1)
+                    if len(i_arr) != rows:
+                        raise ValueError(
+                            f"evaluate: batch {number} has {len(i_arr)} ids for {rows} samples"
+                        )
+                    ids.append(i_arr)
                 if isinstance(x, torch.Tensor | np.ndarray) and n_inputs < max_samples:
                     arr = rec.to_numpy(x, "evaluate: inputs")[: max_samples - n_inputs]
                     inputs.append(arr)
@@ -162,9 +176,9 @@ def run_evaluation(
             h.remove()
         model.train(was_training)
     if not logits:
-        raise ValueError("evaluate: the loader yielded no batches")
+        raise ValueError("evaluate: the loader yielded no samples (no batches, or only empty ones)")
     logit_arr = torch.cat(logits).numpy()
-    label_arr = np.concatenate(labels).astype(np.int64)
+    label_arr = rec.check_labels(np.concatenate(labels), len(logit_arr), None, "evaluate")
     if logit_arr.ndim == 1 and logit_arr.dtype.kind == "f":
         logit_arr = logit_arr[:, None]  # one logit per sample (squeezed): a binary model's
     logit_arr = rec.two_class_logits(logit_arr)  # so argmax, accuracy and ranks agree
