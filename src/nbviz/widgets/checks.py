@@ -13,7 +13,33 @@ from typing import Any
 import numpy as np
 import traitlets
 
-__all__ = ["check_choice", "check_int", "check_known", "check_split"]
+__all__ = [
+    "MAX_ID",
+    "check_choice",
+    "check_int",
+    "check_known",
+    "check_run",
+    "check_split",
+    "id_trait",
+]
+
+#: The largest step or sample id a run holds (integers exact in float64, as the browser's).
+MAX_ID = 2**53 - 1
+
+
+def id_trait(default: int, help: str, *, low: int = -1, high: int = MAX_ID) -> traitlets.Int:
+    """A synced int trait bounded to ``low..high`` (-1: none): a step, a sample id, an index
+    set from the browser. A value outside is a TraitError naming the trait and the value."""
+    return traitlets.Int(default, min=low, max=high, help=help).tag(sync=True)
+
+
+def check_run(where: str, run: Any) -> None:
+    """``TypeError`` unless ``run`` reads like a run (``nbviz.Run`` or ``nbviz.open_run(...)``)."""
+    if not all(hasattr(run, name) for name in ("run_dir", "scalars", "meta")):
+        raise TypeError(
+            f"{where}: run must be a run (nbviz.Run or nbviz.open_run(path)), got "
+            f"{type(run).__name__} {run!r:.60}"
+        )
 
 
 def check_choice(where: str, name: str, value: Any, choices: Iterable[Any]) -> None:

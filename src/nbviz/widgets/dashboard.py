@@ -15,6 +15,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from nbviz.widgets.checks import check_run
 from nbviz.widgets.export import save_html
 from nbviz.widgets.scrubber import StepScrubber
 
@@ -69,11 +70,14 @@ class Dashboard(W.VBox):
     """
 
     def __init__(self, run: Any, *, live: bool = True, **kwargs: Any) -> None:
+        # what close() reads, set before anything can fail (ipywidgets closes on __del__)
+        self.links: list[W.jslink] = []
+        self.views: dict[str, Any] = {}
+        self.scrubber: StepScrubber | None = None
+        check_run("Dashboard", run)
         self.run = run
         self.scrubber = StepScrubber(run, live=live)
         self.notes: list[str] = []
-        self.views: dict[str, Any] = {}
-        self.links: list[W.jslink] = []
         for attr, module_name, cls_name, needs, extra in _VIEWS:
             setattr(self, attr, None)
             try:
@@ -153,9 +157,10 @@ class Dashboard(W.VBox):
 
     def close(self) -> None:
         """Close every view (they stop following the run) and the layout."""
-        for link in self.links:
+        for link in self.__dict__.get("links", ()):
             link.close()
-        for view in self.views.values():
+        for view in self.__dict__.get("views", {}).values():
             view.close()
-        self.scrubber.close()
+        if self.__dict__.get("scrubber") is not None:
+            self.scrubber.close()
         super().close()

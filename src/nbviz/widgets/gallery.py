@@ -29,7 +29,7 @@ import pandas as pd
 import traitlets
 
 from nbviz.analysis.metrics import evaluation_at
-from nbviz.widgets.checks import check_choice, check_split
+from nbviz.widgets.checks import check_choice, check_split, id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import (
     LiveView,
@@ -109,7 +109,7 @@ class SampleGallery(LiveView):
     prompt = traitlets.Unicode("No samples to show.", help="Shown when ``ids`` is empty.").tag(
         sync=True
     )
-    detail_id = traitlets.Int(-1, help="The sample whose detail is open (-1: none).").tag(sync=True)
+    detail_id = id_trait(-1, "The sample whose detail is open (-1: none).")
     detail = traitlets.Dict(
         help="The open sample: payload, label, prediction, top-k, units and activations."
     ).tag(sync=True)

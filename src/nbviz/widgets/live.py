@@ -40,6 +40,7 @@ import traitlets
 from nbviz.store import SIGNALS
 from nbviz.store.schema import connect
 from nbviz.widgets.base import NbvizWidget
+from nbviz.widgets.checks import check_run, id_trait
 
 __all__ = [
     "POLL_INTERVAL",
@@ -324,8 +325,12 @@ def _loop() -> None:
 
 
 def linked_step(help: str) -> traitlets.Int:
-    """The synced ``step`` of a view with a time axis: what a Dashboard's scrubber moves."""
-    return traitlets.Int(0, help=help).tag(sync=True)
+    """The synced ``step`` of a view with a time axis: what a Dashboard's scrubber moves.
+
+    Bounded to the steps a run can hold (``0..2**53 - 1``): a value outside is a
+    TraitError naming it, and the view keeps the step it had.
+    """
+    return id_trait(0, help, low=0)
 
 
 def opening_step(step: int | None, steps: Sequence[int]) -> int:
@@ -361,6 +366,8 @@ class LiveView(NbvizWidget):
     ).tag(sync=True)
 
     def _init_live(self, runs: list[Any], live: bool) -> None:
+        for run in runs:
+            check_run(type(self).__name__, run)
         self._lock = threading.RLock()
         self._indexes = [RunIndex.of(r) for r in runs]
         self._built_versions = [i.version for i in self._indexes]

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.widgets.checks import check_known
+from nbviz.widgets.checks import check_int, check_known
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, Series, linked_step, view_css
 from nbviz.widgets.sampling import count_text
@@ -152,6 +152,9 @@ class LossCurves(LiveView):
         runs = list(run_or_runs) if isinstance(run_or_runs, (list, tuple)) else [run_or_runs]
         if not runs:
             raise ValueError("LossCurves: no runs given; pass a run or a list of runs")
+        if max_points is None:
+            raise TypeError("LossCurves: max_points must be an int >= 16, got None")
+        check_int("LossCurves", "max_points", max_points)
         if max_points < 16:
             raise ValueError(f"LossCurves: max_points must be >= 16, got {max_points}")
         super().__init__(**kwargs)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import traitlets
 
+from nbviz.widgets.checks import id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 from nbviz.widgets.wire import array_from_payload, floats_payload, steps_payload
@@ -46,7 +47,7 @@ class StepScrubber(LiveView):
     ).tag(sync=True)
     playing = traitlets.Bool(False).tag(sync=True)
     fps = traitlets.Float(4.0, help="Positions per second while playing.").tag(sync=True)
-    stride = traitlets.Int(1, help="Positions advanced per tick while playing.").tag(sync=True)
+    stride = id_trait(1, "Positions advanced per tick while playing.", low=1, high=2**31 - 1)
     run_name = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, run: Any, *, fps: float = 4.0, live: bool = True, **kwargs: Any) -> None:
@@ -55,7 +56,7 @@ class StepScrubber(LiveView):
         self._positions = np.zeros(0, dtype=np.int64)
         with self._building([run], live):
             self.run_name = str(getattr(run, "name", run))
-            self.fps = float(fps)
+            self.fps = fps
             self._rebuild()
             if len(self._positions):
                 self.step = int(self._positions[-1])
@@ -63,7 +64,10 @@ class StepScrubber(LiveView):
 
     @traitlets.validate("fps")
     def _check_fps(self, proposal: Any) -> float:
-        value = float(proposal["value"])
+        value = proposal["value"]
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise traitlets.TraitError(f"StepScrubber.fps must be a number, got {value!r}")
+        value = float(value)
         if not 0 < value <= 60:
             raise traitlets.TraitError(f"StepScrubber.fps must be in (0, 60], got {value}")
         return value
