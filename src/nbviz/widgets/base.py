@@ -15,6 +15,7 @@ modules' names are also importable from here, where widget code found them first
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,15 @@ class NbvizWidget(anywidget.AnyWidget):
     _css = _BASE_CSS
     error = traitlets.Unicode("", help="Readable error shown instead of the view.").tag(sync=True)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # every synced text trait refuses text the browser cannot be sent (a lone
+        # surrogate), after the trait's own validator if it has one
+        for name, trait in self.traits(sync=True).items():
+            if isinstance(trait, traitlets.Unicode):
+                checked = _sendable_text(self._trait_validators.get(name))
+                self._register_validator(checked, [name])
+        super().__init__(*args, **kwargs)
+
     def save_html(self, path: str | Path, **kwargs: Any) -> Any:
         """Write this view as one self-contained HTML file that opens offline, no kernel.
 
@@ -95,6 +105,26 @@ class NbvizWidget(anywidget.AnyWidget):
         ``max_steps``, ``max_bytes``). Returns a ``PageInfo`` (path, size, notes).
         """
         return save_html(self, path, **kwargs)
+
+
+def _sendable_text(
+    validator: Callable[[Any, Any], Any] | None,
+) -> Callable[[Any, Any], Any]:
+    """A trait validator: ``validator``'s value, refused if it cannot be sent as UTF-8."""
+
+    def validate(owner: Any, proposal: Any) -> Any:
+        value = proposal["value"] if validator is None else validator(owner, proposal)
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise traitlets.TraitError(
+                    f"{type(owner).__name__}.{proposal['trait'].name}: {value!r} holds "
+                    f"{value[exc.start]!r}, a lone surrogate the browser cannot be sent"
+                ) from None
+        return value
+
+    return validate
 
 
 def child_view(cls: type[W.Widget]) -> traitlets.Instance:
