@@ -262,3 +262,39 @@ def test_read_methods_return_or_refuse_clearly(demo, read: tuple[str, int], data
         assume(True)
         assert type(exc).__module__.split(".")[0] in ("builtins", "nbviz"), repr(exc)
         assert str(exc), repr(exc)
+
+
+# -- the views on what was accepted ------------------------------------------------------------
+
+write_calls = st.lists(
+    st.one_of(
+        st.tuples(st.just("log"), steps, texts, numbers),
+        st.tuples(st.just("log_predictions"), steps, predictions_input()),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=max(5, settings().max_examples // 6))
+@given(calls=write_calls)
+def test_every_view_builds_on_whatever_was_accepted(calls: list[tuple]) -> None:
+    from nbviz.widgets.dashboard import Dashboard
+
+    with _fresh() as run:
+        for call in calls:
+            try:
+                if call[0] == "log":
+                    run.log(call[1], {call[2]: call[3]})
+                else:
+                    a = call[2]
+                    run.log_predictions(call[1], a["logits"], a["labels"], a["ids"], a["split"])
+            except REFUSED:
+                continue
+        run.flush()
+        dash = Dashboard(run, live=False)
+        try:
+            for view in dash.views.values():
+                assert not getattr(view, "error", ""), (type(view).__name__, view.error)
+        finally:
+            dash.close()
