@@ -256,3 +256,29 @@ def test_a_meta_that_is_a_view_is_never_read(tmp_path: Path) -> None:
     )
     with pytest.raises(RunFileError, match="its view 'meta' is not the table nbviz creates"):
         nbviz.open_run(tmp_path / "run")
+
+
+def test_a_read_that_runs_past_its_time_budget_is_stopped_and_names_the_file(
+    tmp_path: Path,
+) -> None:
+    _record(tmp_path / "run", steps=5)
+    with nbviz.open_run(tmp_path / "run") as run:
+        run._conn().budget = 0.3
+        started = time.monotonic()
+        with pytest.raises(
+            RunFileError, match=r"run\.sqlite: reading the run: the read was stopped"
+        ):
+            run._q(
+                "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+                "SELECT max(i) FROM r"
+            )
+        assert time.monotonic() - started < 5
+        assert len(run.scalars()) == 5  # the next read has its own budget
+
+
+def test_readers_cannot_write_even_where_the_file_could_be_written(tmp_path: Path) -> None:
+    _record(tmp_path / "run", steps=5)
+    with nbviz.open_run(tmp_path / "run") as run:
+        with pytest.raises(RunFileError, match="reading the run"):
+            run._q("DELETE FROM scalars")
+        assert len(run.scalars()) == 5
