@@ -172,6 +172,17 @@ def _limit(kind: str) -> str:
     return f"{MAX_CLASS:,}" if kind == "class indices" else _STEP_LIMIT
 
 
+def _bounded(arr: np.ndarray, what: str, arg: str, shown: str, top: int, why: str) -> None:
+    """ValueError unless every value of ``arr`` is in ``0..top`` (``shown``, for ``why``)."""
+    if not arr.size:
+        return
+    must = arg if " must be " in arg else f"{arg} must be"
+    if arr.min() < 0:
+        raise ValueError(f"{what}: {must} >= 0, got {int(arr.min())}")
+    if arr.max() > top:
+        raise ValueError(f"{what}: {must} at most {shown} ({why}), got {int(arr.max())}")
+
+
 def check_ids(ids: Any, n: int, what: str) -> np.ndarray:
     """Sample ids: ``0..n-1`` when None, else ``n`` unique integers in ``0..MAX_STEP``."""
     if ids is None:
@@ -185,13 +196,14 @@ def check_ids(ids: Any, n: int, what: str) -> np.ndarray:
             "integers (and log the names as text samples)"
         )
     arr = _integers(arr, what, "ids", "integers")
-    if n and arr.min() < 0:
-        raise ValueError(f"{what}: ids must be >= 0, got {int(arr.min())}")
-    if n and arr.max() > MAX_STEP:
-        raise ValueError(
-            f"{what}: ids must be at most {_STEP_LIMIT} (ids reach the browser as float64 "
-            f"numbers, exact up to there), got {int(arr.max())}"
-        )
+    _bounded(
+        arr,
+        what,
+        "ids",
+        _STEP_LIMIT,
+        MAX_STEP,
+        "ids reach the browser as float64 numbers, exact up to there",
+    )
     uniq, counts = np.unique(arr, return_counts=True)
     if uniq.shape[0] != n:
         dup = uniq[counts > 1][:5].tolist()
@@ -210,13 +222,14 @@ def check_class_index(
     if arr.shape[0] != n:
         raise ValueError(f"{what}: {arg} has {arr.shape[0]} items but there are {n} samples")
     arr = _integers(arr, what, arg, "class indices")
-    if n and arr.min() < 0:
-        raise ValueError(f"{what}: {arg} must be class indices >= 0, got {int(arr.min())}")
-    if n and arr.max() > MAX_CLASS:
-        raise ValueError(
-            f"{what}: {arg} must be class indices at most {MAX_CLASS:,} (the views hold "
-            f"classes as int32), got {int(arr.max())}"
-        )
+    _bounded(
+        arr,
+        what,
+        f"{arg} must be class indices",
+        f"{MAX_CLASS:,}",
+        MAX_CLASS,
+        "the views hold classes as int32",
+    )
     if n_classes is not None and n and arr.max() >= n_classes:
         bad = int(arr.max())
         raise ValueError(

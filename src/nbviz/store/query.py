@@ -303,35 +303,29 @@ class ReaderBase(Closing):
             self._local.conn = conn
         return conn
 
-    def _execute(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> sqlite3.Cursor:
+    def _fetch(
+        self,
+        sql: str,
+        params: Sequence[Any] | dict[str, Any],
+        fetch: Callable[[sqlite3.Cursor], Any],
+    ) -> Any:
+        """Run ``sql`` and ``fetch`` its rows; a damaged file's error becomes a RunFileError."""
         try:
-            return self._conn().execute(sql, params)
+            return fetch(self._conn().execute(sql, params))
         except sqlite3.ProgrammingError:
             raise
         except sqlite3.DatabaseError as exc:
             raise from_sqlite_error(self._file, exc, "reading the run") from exc
 
     def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
-        cursor = self._execute(sql, params)
-        try:
-            return cursor.fetchall()
-        except sqlite3.ProgrammingError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            raise from_sqlite_error(self._file, exc, "reading the run") from exc
+        return self._fetch(sql, params, sqlite3.Cursor.fetchall)
 
     def _one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         row = self._row(sql, params)
         return None if row is None else row[0]
 
     def _row(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple | None:
-        cursor = self._execute(sql, params)
-        try:
-            return cursor.fetchone()
-        except sqlite3.ProgrammingError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            raise from_sqlite_error(self._file, exc, "reading the run") from exc
+        return self._fetch(sql, params, sqlite3.Cursor.fetchone)
 
     def close(self) -> None:
         """Close every connection this Reader opened (idempotent)."""
