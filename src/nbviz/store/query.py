@@ -33,14 +33,8 @@ from nbviz.store.closing import Closing
 from nbviz.store.columns import int_array
 from nbviz.store.connection import MAX_STEP
 from nbviz.store.errors import RunFileError, StoredValueError, from_sqlite_error
-from nbviz.store.schema import (
-    DB_NAME,
-    SIGNALS,
-    check_version,
-    connect,
-    db_path,
-    warn_lost_commits,
-)
+from nbviz.store.file_checks import warn_lost_commits
+from nbviz.store.schema import DB_NAME, SIGNALS, check_version, connect, db_path
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
