@@ -8,8 +8,11 @@ name (a model rebuilt when a notebook cell runs again).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+from nbviz.arguments import check_step, check_text
 
 if TYPE_CHECKING:  # torch is imported where a model is watched
     from torch import nn
@@ -25,10 +28,6 @@ _SET_BY_RUN = frozenset({"dist", "on_close"})
 def check_watch_options(probe_class: type, model: Any, options: dict[str, Any]) -> None:
     """Refuse, naming them, options ``Probe`` does not take, a first step out of range,
     and a model whose module or parameter names cannot be stored as text."""
-    import inspect
-
-    from nbviz.arguments import check_step, check_text
-
     params = inspect.signature(probe_class.__init__).parameters
     known = sorted(p for p in params if p not in ("self", "sink", "model", *_SET_BY_RUN))
     unknown = sorted(str(k) for k in options if k not in known)
@@ -41,6 +40,8 @@ def check_watch_options(probe_class: type, model: Any, options: dict[str, Any]) 
         check_step(options["first_step"], "watch", "first_step")
     if options.get("name") is not None:
         check_text(options["name"], "watch", "name")
+    if not hasattr(model, "named_modules"):
+        return  # the probe says what a model must be
     for named in (model.named_modules(), model.named_parameters()):
         for qualified, item in named:
             if not qualified.isascii():
