@@ -168,6 +168,7 @@ class Run(RunView):
             merged = {**self.config, **rec.jsonable(dict(config), "config")}
             self._writer.set_meta("config", merged)
         if name is not None:
+            name = name if isinstance(name, str) else str(name)
             self._writer.set_meta("name", rec.check_text(name, "Run", "name"))
         if class_names is not None:
             self._set_class_names(class_names)
