@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.store import SIGNALS
+from nbviz.store import SIGNALS, RunFileError
 from nbviz.store.schema import connect
 from nbviz.widgets.base import NbvizWidget
 from nbviz.widgets.checks import check_run, id_trait
@@ -271,7 +271,7 @@ def _data_version(conns: dict[Path, sqlite3.Connection], path: Path) -> int | No
         if conn is None:
             conn = conns[path] = connect(path, readonly=True)
         return int(conn.execute("PRAGMA data_version").fetchone()[0])
-    except (sqlite3.Error, FileNotFoundError):
+    except (sqlite3.Error, FileNotFoundError, RunFileError):
         return None
 
 
