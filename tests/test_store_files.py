@@ -282,3 +282,26 @@ def test_readers_cannot_write_even_where_the_file_could_be_written(tmp_path: Pat
         with pytest.raises(RunFileError, match="reading the run"):
             run._q("DELETE FROM scalars")
         assert len(run.scalars()) == 5
+
+
+@pytest.mark.parametrize("cut", [None, 0.9, 0.5, 0.1])
+def test_the_log_is_read_as_sqlite_reads_it(tmp_path: Path, cut: float | None) -> None:
+    from nbviz.store.wal import scan_wal
+
+    live = sqlite3.connect(tmp_path / "a.sqlite", isolation_level=None)
+    live.execute("PRAGMA journal_mode=WAL")
+    live.execute("PRAGMA wal_autocheckpoint=0")
+    live.execute("CREATE TABLE t(x, y)")
+    for i in range(60):
+        live.execute("INSERT INTO t VALUES (?, randomblob(700))", (i,))
+    copy = tmp_path / "b.sqlite"
+    shutil.copy(tmp_path / "a.sqlite", copy)
+    data = (tmp_path / "a.sqlite-wal").read_bytes()
+    live.close()
+    Path(f"{copy}-wal").write_bytes(data if cut is None else data[: int(len(data) * cut)])
+    scan = scan_wal(f"{copy}-wal")
+    conn = sqlite3.connect(copy)  # SQLite's own recovery of the same log
+    _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    conn.close()
+    assert scan is not None and scan.committed == frames
+    assert (scan.unreadable_bytes > 0) == (cut is not None and cut < 1)

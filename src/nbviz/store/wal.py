@@ -184,39 +184,30 @@ def scan_wal(wal: Path | str) -> WalScan | None:
 def lost_commits(db: Path | str) -> str | None:
     """What of ``db``'s write-ahead log cannot be read, said for a person; None if nothing.
 
-    Reads the shared-memory index before the log, so that a writer still
-    committing (in this process or another) only ever makes the log longer than
-    the index says, never shorter: a live run is not taken for a damaged one.
+    With a shared-memory index (a run open somewhere, or left by a process that
+    died), the index says how many frames were committed; it is read before
+    the log, so that a writer still committing (in this process or another)
+    only ever makes the log longer than the index says, never shorter: a live
+    run is not taken for a damaged one, and a log as long as its index is not
+    read at all. Without an index (a copy), the log is read as SQLite's
+    recovery reads it.
     """
     db = Path(db)
     wal, shm = Path(f"{db}-wal"), Path(f"{db}-shm")
-    shm_present = shm.exists()
-    shm_header = None
-    if shm_present:
-        try:
-            with open(shm, "rb") as f:
-                shm_header = f.read(96)
-        except OSError:
-            shm_header = None
+    try:
+        with open(shm, "rb") as f:
+            index: bytes | None = f.read(96)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        index = None
+    if index is not None:
+        return _shorter_than_its_index(wal, index)
     scan = scan_wal(wal)
     if scan is None or scan.size == 0:
         return None
     if not scan.header_ok:
-        if shm_present:
-            return None  # a log being started, or reset, by a live writer
         return (
             f"{wal.name} has a damaged header, so none of its {scan.size:,} bytes can be "
             "read: the commits it held are missing from the run"
-        )
-    if shm_present:
-        indexed = _indexed_frames(shm_header, scan.salts)
-        if indexed is None or indexed <= scan.committed:
-            return None  # consistent; anything past it is a write in progress
-        lost = indexed - scan.committed
-        return (
-            f"{wal.name} holds {scan.committed:,} of the {indexed:,} frames committed to it "
-            f"({lost:,} pages of recent writes, about {lost * scan.page_size:,} bytes, are "
-            "lost): the log was cut short or damaged after it was written"
         )
     if scan.unreadable_bytes:
         return (
@@ -226,6 +217,30 @@ def lost_commits(db: Path | str) -> str | None:
             "those bytes held is missing from the run"
         )
     return None
+
+
+def _shorter_than_its_index(wal: Path, index: bytes) -> str | None:
+    """The loss when ``wal`` holds fewer frames than its shared-memory ``index`` records."""
+    try:
+        with open(wal, "rb") as f:
+            header = f.read(_HEADER)
+        size = wal.stat().st_size
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        return None
+    if len(header) < _HEADER:
+        return None  # a log being started, or reset, by a live writer
+    page_size = struct.unpack(">I", header[8:12])[0]
+    indexed = _indexed_frames(index, struct.unpack(">II", header[16:24]))
+    if indexed is None or size >= _HEADER + indexed * (_FRAME_HEADER + page_size):
+        return None  # consistent; anything past it is a write in progress
+    scan = scan_wal(wal)
+    committed = scan.committed if scan is not None else 0
+    lost = indexed - committed
+    return (
+        f"{wal.name} holds {committed:,} of the {indexed:,} frames committed to it "
+        f"({lost:,} pages of recent writes, about {lost * page_size:,} bytes, are "
+        "lost): the log was cut short or damaged after it was written"
+    )
 
 
 def _indexed_frames(head: bytes | None, salts: tuple[int, int]) -> int | None:
