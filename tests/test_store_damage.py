@@ -285,3 +285,35 @@ def test_a_damaged_run_reads_correctly_or_fails_clearly(
     if case not in VALUE_BYTES_FLIPPED:
         assert not different or result["warned"], f"values changed without a warning: {different}"
     print(f"{case}: {result['open'][:120]} {result['reads']} ({seconds:.1f} s)")
+
+
+@pytest.mark.parametrize(
+    ("case", "read"),
+    [
+        ("random bytes", "does not start as an SQLite database does"),
+        ("truncated to a third", "it was cut short"),
+        ("scalars a recursive view", "view 'scalars'"),
+        ("meta.model a list", "meta values that decode: "),
+        ("a directory named run.sqlite", "is a directory, not a database file"),
+    ],
+)
+def test_nbviz_info_on_a_damaged_run_says_what_it_could_read(
+    case: str, read: str, base: tuple[Path, Path], tmp_path: Path
+) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(base[0], copy)
+    CASES[case](copy / DB_NAME)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [SRC, env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "nbviz.cli", "info", str(copy), "--no-findings"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=CASE_TIMEOUT_S,
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr + done.stdout
+    assert done.stderr.startswith(f"nbviz info: {copy}")
+    assert f"what could be read of {copy}:" in done.stdout
+    assert read in done.stdout
