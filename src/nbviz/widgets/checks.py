@@ -27,10 +27,20 @@ __all__ = [
 MAX_ID = 2**53 - 1
 
 
+class _WholeInt(traitlets.Int):
+    """An int trait that takes no bool (``True`` is not a step, an id or an index)."""
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        if isinstance(value, bool):
+            self.error(obj, value)
+        return super().validate(obj, value)
+
+
 def id_trait(default: int, help: str, *, low: int = -1, high: int = MAX_ID) -> traitlets.Int:
     """A synced int trait bounded to ``low..high`` (-1: none): a step, a sample id, an index
-    set from the browser. A value outside is a TraitError naming the trait and the value."""
-    return traitlets.Int(default, min=low, max=high, help=help).tag(sync=True)
+    set from the browser. A value outside, or a bool, is a TraitError naming the trait and
+    the value."""
+    return _WholeInt(default, min=low, max=high, help=help).tag(sync=True)
 
 
 def check_run(where: str, run: Any) -> None:

@@ -28,7 +28,7 @@ import traitlets
 
 from nbviz.analysis import projection as proj
 from nbviz.widgets.base import child_view
-from nbviz.widgets.checks import check_choice, check_int, check_split
+from nbviz.widgets.checks import check_choice, check_int, check_split, id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import LiveView, linked_step, opening_step, reacts_to, view_css
@@ -104,7 +104,7 @@ class EmbeddingProjector(LiveView):
     picked = traitlets.Dict(help="Point indices selected in the browser (binary).").tag(sync=True)
     highlight_ids = traitlets.List(traitlets.Int(), help="Ids to highlight.").tag(sync=True)
     highlight = traitlets.Dict(help="Point indices of highlight_ids (binary).").tag(sync=True)
-    hover_index = traitlets.Int(-1, help="Point under the pointer (-1: none).").tag(sync=True)
+    hover_index = id_trait(-1, "Point under the pointer (-1: none).", high=2**31 - 1)
     hover_sample = traitlets.Dict(help="The sample of the point under the pointer.").tag(sync=True)
     gallery = child_view(SampleGallery)
 
