@@ -88,7 +88,8 @@ def _harden(conn: GuardedConnection, *, readonly: bool) -> None:
     conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA trusted_schema=OFF")
     conn.execute("PRAGMA cell_size_check=ON")
-    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    if hasattr(conn, "setlimit"):  # Python >= 3.11; nbviz itself never attaches a database
+        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     if readonly:
         conn.execute("PRAGMA query_only=ON")
         conn.budget = READ_BUDGET_S
@@ -141,7 +142,8 @@ def _connect_readonly(file: Path) -> GuardedConnection:
         return conn
     except sqlite3.OperationalError as exc:
         conn.close()
-        if getattr(exc, "sqlite_errorname", "") != "SQLITE_CANTOPEN":
+        cannot_open = getattr(exc, "sqlite_errorname", "") == "SQLITE_CANTOPEN"
+        if not (cannot_open or "unable to open" in str(exc)):  # the name: Python >= 3.11
             raise from_sqlite_error(file, exc, "opening the run") from exc
     except sqlite3.DatabaseError as exc:
         conn.close()
