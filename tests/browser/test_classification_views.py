@@ -4,27 +4,13 @@ kernel, and the cell's samples appear as thumbnails in the embedded gallery."""
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from playwright.sync_api import expect
 
 
-def wait_until(read: Callable[[], str], ok: Callable[[str], bool], timeout: float = 30) -> str:
-    """Poll a kernel value until ``ok(value)`` (a JS -> kernel update is async)."""
-    deadline = time.monotonic() + timeout
-    value = read()
-    while not ok(value):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"kernel value stayed {value!r}")
-        time.sleep(0.1)
-        value = read()
-    return value
-
-
 def test_confusion_cell_click_selects_and_shows_thumbnails(nb, demo_run_path: Path) -> None:
-    nb.write(
+    view = nb.run(
         "confusion.ipynb",
         [
             "import nbviz\n"
@@ -33,11 +19,9 @@ def test_confusion_cell_click_selects_and_shows_thumbnails(nb, demo_run_path: Pa
             "pair = cm.confused[0]; t, p = pair['true'], pair['pred']\n"
             "cm",
         ],
+        ready=".nbviz-confusion",
     )
-    nb.open("confusion.ipynb")
-    nb.run_all()
     page = nb.page
-    view = page.locator(".nbviz-confusion")
     canvas = view.locator("canvas.nbviz-cm-canvas")
     expect(canvas).to_have_count(1)
     expect(view.locator(".nbviz-cm-rowlabel")).to_have_count(10)
@@ -53,7 +37,7 @@ def test_confusion_cell_click_selects_and_shows_thumbnails(nb, demo_run_path: Pa
     assert box is not None and box["width"] > 100
     cell = box["width"] / 10
     canvas.click(position={"x": (p + 0.5) * cell, "y": (t + 0.5) * cell})
-    wait_until(lambda: nb.kernel_eval("cm.selected"), lambda v: v == f"[{t}, {p}]")
+    nb.wait_kernel("cm.selected", f"[{t}, {p}]")
     n = int(nb.kernel_eval("len(cm.selected_ids)"))
     assert n == int(nb.kernel_eval("pair['count']")) and n > 0
     thumbs = view.locator(".nbviz-gallery .nbviz-gallery-card img.nbviz-gallery-thumb")
@@ -69,7 +53,7 @@ def test_confusion_cell_click_selects_and_shows_thumbnails(nb, demo_run_path: Pa
     # a click on a sample opens its detail: the sample, its top classes, and how to
     # record its activations (the demo records none)
     view.locator(".nbviz-gallery-card").first.click()
-    wait_until(lambda: nb.kernel_eval("cm.gallery.detail_id"), lambda v: v == first_id)
+    nb.wait_kernel("cm.gallery.detail_id", first_id)
     detail = view.locator(".nbviz-gallery-detail")
     expect(detail).to_have_attribute("data-id", first_id)
     expect(detail.locator("img.nbviz-gallery-big")).to_have_count(1)
@@ -79,12 +63,12 @@ def test_confusion_cell_click_selects_and_shows_thumbnails(nb, demo_run_path: Pa
     # a most-confused pair selects its cell; the table sorts
     view.locator(".nbviz-cm-confused button").nth(1).click()
     second = nb.kernel_eval("[cm.confused[1]['true'], cm.confused[1]['pred']]")
-    wait_until(lambda: nb.kernel_eval("cm.selected"), lambda v: v == second)
+    nb.wait_kernel("cm.selected", second)
     view.locator('.nbviz-cm-table th[data-key="f1"]').click()
     f1s = view.locator(".nbviz-cm-table tbody td:nth-child(4)").all_text_contents()
     assert [float(v) for v in f1s] == sorted((float(v) for v in f1s), reverse=True)
     view.locator(".nbviz-cm-normalize").select_option("row")
-    wait_until(lambda: nb.kernel_eval("cm.normalize"), lambda v: v == "'row'")
+    nb.wait_kernel("cm.normalize", "'row'")
 
     # a change of step keeps the selection, and the ids follow
     nb.kernel_eval("setattr(cm, 'step', 21)")
@@ -92,11 +76,10 @@ def test_confusion_cell_click_selects_and_shows_thumbnails(nb, demo_run_path: Pa
     assert nb.kernel_eval("cm.selected") == second
     assert nb.kernel_eval("cm.gallery.step") == "21"
     nb.screenshot("confusion-matrix")
-    assert nb.console_errors == []
 
 
 def test_gallery_alone_pages_and_shows_html_names_as_text(nb, tmp_path: Path) -> None:
-    nb.write(
+    view = nb.run(
         "gallery.ipynb",
         [
             "import numpy as np, nbviz\n"
@@ -110,11 +93,8 @@ def test_gallery_alone_pages_and_shows_html_names_as_text(nb, tmp_path: Path) ->
             "g = nbviz.SampleGallery(run, page_size=12, sort_by='loss')\n"
             "g",
         ],
+        ready=".nbviz-gallery",
     )
-    nb.open("gallery.ipynb")
-    nb.run_all()
-    page = nb.page
-    view = page.locator(".nbviz-gallery")
     cards = view.locator(".nbviz-gallery-card")
     expect(cards).to_have_count(12)
     expect(view.locator(".nbviz-gallery-page")).to_have_text("page 1 of 3")
@@ -122,9 +102,8 @@ def test_gallery_alone_pages_and_shows_html_names_as_text(nb, tmp_path: Path) ->
     expect(view.locator("b")).to_have_count(0)  # class names and texts stay text
     expect(view.get_by_text("<b>spam</b>").first).to_be_visible()
     view.locator(".nbviz-gallery-next").click()
-    wait_until(lambda: nb.kernel_eval("g.page"), lambda v: v == "1")
+    nb.wait_kernel("g.page", "1")
     expect(view.locator(".nbviz-gallery-page")).to_have_text("page 2 of 3")
-    assert nb.console_errors == []
 
 
 # A small digits run built in the notebook's kernel: evaluated before and after one
@@ -154,7 +133,7 @@ run.evaluate(step, model, loader, units_layer='3')
 def test_sample_click_opens_its_detail_and_flips_list_their_samples(nb, tmp_path: Path) -> None:
     dialogs: list[str] = []
     nb.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    nb.write(
+    view = nb.run(
         "detail.ipynb",
         [
             f"RUN_DIR = {str(tmp_path / 'digits')!r}\n" + TRAIN,
@@ -164,11 +143,10 @@ def test_sample_click_opens_its_detail_and_flips_list_their_samples(nb, tmp_path
             "for i in cell[:3]: run.capture(model, xv[i], id=i)\n"
             "cm",
         ],
+        timeout_ms=180_000,
+        ready=".nbviz-confusion",
     )
-    nb.open("detail.ipynb")
-    nb.run_all(timeout_ms=180_000)
     page = nb.page
-    view = page.locator(".nbviz-confusion")
     canvas = view.locator("canvas.nbviz-cm-canvas")
     expect(canvas).to_have_count(1)
     # the class name with HTML in it is text on both axes and in the table
@@ -180,7 +158,7 @@ def test_sample_click_opens_its_detail_and_flips_list_their_samples(nb, tmp_path
     assert box is not None
     cell = box["width"] / 10
     canvas.click(position={"x": (p + 0.5) * cell, "y": (t + 0.5) * cell})
-    wait_until(lambda: nb.kernel_eval("cm.selected"), lambda v: v == f"[{t}, {p}]")
+    nb.wait_kernel("cm.selected", f"[{t}, {p}]")
     n = int(nb.kernel_eval("len(cm.selected_ids)"))
     cards = view.locator(".nbviz-gallery .nbviz-gallery-card")
     expect(cards).to_have_count(min(n, 24))
@@ -188,7 +166,7 @@ def test_sample_click_opens_its_detail_and_flips_list_their_samples(nb, tmp_path
     # a click on the first card (a captured sample) opens its detail
     first = nb.kernel_eval("cm.selected_ids[0]")
     cards.first.click()
-    wait_until(lambda: nb.kernel_eval("cm.gallery.detail_id"), lambda v: v == first)
+    nb.wait_kernel("cm.gallery.detail_id", first)
     detail = view.locator(".nbviz-gallery-detail")
     expect(detail).to_be_visible()
     expect(detail).to_have_attribute("data-id", first)
@@ -207,43 +185,41 @@ def test_sample_click_opens_its_detail_and_flips_list_their_samples(nb, tmp_path
     )
     nb.screenshot("sample-detail")
     detail.locator(".nbviz-gallery-detail-close").click()
-    wait_until(lambda: nb.kernel_eval("cm.gallery.detail_id"), lambda v: v == "-1")
+    nb.wait_kernel("cm.gallery.detail_id", "-1")
     expect(detail).to_be_hidden()
 
     # compare with the first evaluation: the flipped samples, one click away
     view.locator(".nbviz-cm-compare").select_option("0")
-    wait_until(lambda: nb.kernel_eval("cm.compare_step"), lambda v: v == "0")
+    nb.wait_kernel("cm.compare_step", "0")
     # the counts arrive with the comparison (the run may still be refreshing the view)
-    wait_until(
-        lambda: nb.kernel_eval("{k: v for k, v in cm.compare.items() if k != 'delta'}"),
-        lambda v: "'to_right'" in v,
+    nb.wait_kernel(
+        "{k: v for k, v in cm.compare.items() if k != 'delta'}", lambda v: "'to_right'" in v
     )
     fixed = int(nb.kernel_eval("cm.compare['to_right']"))
     assert fixed > 0
     flip = view.locator('.nbviz-cm-flip[data-flip="to_right"]')
     expect(flip).to_contain_text(f"wrong \u2192 right: {fixed}")
     flip.click()
-    wait_until(lambda: nb.kernel_eval("cm.selected_flip"), lambda v: v == "'to_right'")
+    nb.wait_kernel("cm.selected_flip", "'to_right'")
     assert nb.kernel_eval("cm.selected") == "[]"
     assert nb.kernel_eval("cm.selected_ids == cm.flipped_ids('to_right')") == "True"
     expect(cards).to_have_count(min(fixed, 24))
     expect(cards.first).to_have_attribute("data-id", nb.kernel_eval("cm.selected_ids[0]"))
     nb.screenshot("confusion-compare")
-    assert dialogs == [] and nb.console_errors == []
+    assert dialogs == []
 
 
 def test_layer_browser_lists_the_samples_that_excite_a_unit(nb, tmp_path: Path) -> None:
-    nb.write(
+    view = nb.run(
         "units.ipynb",
         [
             f"RUN_DIR = {str(tmp_path / 'digits')!r}\n" + TRAIN,
             "for i in range(len(yv)): run.capture(model, xv[i], id=i, layers=['3'])\n"
             "lb = nbviz.LayerBrowser(run, selected_layer='3')\nlb",
         ],
+        timeout_ms=180_000,
+        ready=".nbviz-layer-browser",
     )
-    nb.open("units.ipynb")
-    nb.run_all(timeout_ms=180_000)
-    view = nb.page.locator(".nbviz-layer-browser")
     bars = view.locator("canvas.nbviz-lb-unit-bars")
     expect(bars).to_have_count(1)
     expect(view.locator(".nbviz-lb-units")).to_contain_text("choose a unit")
@@ -252,7 +228,7 @@ def test_layer_browser_lists_the_samples_that_excite_a_unit(nb, tmp_path: Path) 
     # 32 units over the bars' width (2 px padding each side): click the middle of unit 5
     x = 2 + (5.5 / 32) * (box["width"] - 4)
     bars.click(position={"x": x, "y": box["height"] / 2})
-    wait_until(lambda: nb.kernel_eval("lb.unit"), lambda v: v == "5")
+    nb.wait_kernel("lb.unit", "5")
     most = view.locator('.nbviz-lb-unit-row[data-which="most"] .nbviz-lb-unit-card')
     expect(most).to_have_count(8)
     expected = nb.kernel_eval("[s['id'] for s in lb.unit_samples['most']]")
@@ -268,15 +244,14 @@ def test_layer_browser_lists_the_samples_that_excite_a_unit(nb, tmp_path: Path) 
     # typing a unit number does the same
     view.locator(".nbviz-lb-unit-input").fill("7")
     view.locator(".nbviz-lb-unit-input").press("Enter")
-    wait_until(lambda: nb.kernel_eval("lb.unit"), lambda v: v == "7")
+    nb.wait_kernel("lb.unit", "7")
     # the list follows: wait for unit 7's own samples before clicking one
     first = nb.kernel_eval("lb.unit_samples['most'][0]['id']")
     expect(most.first).to_have_attribute("data-id", first)
     # a click on one of the samples shows its feature maps of the layer, the unit's marked
     most.first.click()
-    wait_until(lambda: nb.kernel_eval("lb.map_id"), lambda v: v == first)
+    nb.wait_kernel("lb.map_id", first)
     maps = view.locator(f'.nbviz-lb-sample-maps[data-id="{first}"] canvas.nbviz-lb-map')
     expect(maps).to_have_count(32)
     expect(view.locator("canvas.nbviz-lb-map.nbviz-active")).to_have_attribute("data-channel", "7")
     nb.screenshot("unit-top-samples")
-    assert nb.console_errors == []

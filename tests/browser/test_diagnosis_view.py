@@ -3,9 +3,7 @@ the findings that follow from it, and a point of the DataMap opening its sample.
 
 from __future__ import annotations
 
-import time
 from collections import OrderedDict
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,17 +12,6 @@ from playwright.sync_api import expect
 from torch import nn
 
 import nbviz
-
-
-def wait_until(read: Callable[[], str], ok: Callable[[str], bool], timeout: float = 60) -> str:
-    deadline = time.monotonic() + timeout
-    value = read()
-    while not ok(value):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"value stayed {value!r}")
-        time.sleep(0.2)
-        value = read()
-    return value
 
 
 def mlp(*sizes: int) -> nn.Sequential:
@@ -91,7 +78,7 @@ def test_the_verdict_a_root_opened_to_its_consequences_and_a_data_map_point(nb, 
     torch.set_num_threads(1)
     spike = spike_run(tmp_path / "spike")
     noisy, flipped = noisy_run(tmp_path / "noisy")
-    nb.write(
+    nb.run(
         "diagnosis.ipynb",
         [
             "import nbviz\n"
@@ -101,8 +88,6 @@ def test_the_verdict_a_root_opened_to_its_consequences_and_a_data_map_point(nb, 
             "dm",
         ],
     )
-    nb.open("diagnosis.ipynb")
-    nb.run_all()
     page = nb.page
 
     # the verdict first: the learning rate, with what to try
@@ -127,13 +112,13 @@ def test_the_verdict_a_root_opened_to_its_consequences_and_a_data_map_point(nb, 
     expect(children.locator("li[data-check='stuck_weights']").first).to_be_visible()
     expect(children).not_to_contain_text("optimizer was given")
     root_id = root.get_attribute("data-id")
-    wait_until(lambda: nb.kernel_eval("hr.expanded"), lambda v: v == repr([root_id]))
+    nb.wait_kernel("hr.expanded", repr([root_id]), timeout=60)
     nb.screenshot("health-report-verdict")
 
     # a click on a consequence goes to its layer and step
     layer = dead.get_attribute("data-layer")
     dead.locator(".nbviz-hr-head").click()
-    wait_until(lambda: nb.kernel_eval("hr.layer"), lambda v: v == repr(layer))
+    nb.wait_kernel("hr.layer", repr(layer), timeout=60)
     expect(dead).to_have_class("nbviz-hr-item nbviz-hr-consequence nbviz-active")
 
     # the data map: the first suspect's point, clicked, opens its sample in the gallery
@@ -147,7 +132,7 @@ def test_the_verdict_a_root_opened_to_its_consequences_and_a_data_map_point(nb, 
     view.scroll_into_view_if_needed()
     box = view.locator(".nbviz-dm-stage canvas").bounding_box()
     page.mouse.click(box["x"] + px, box["y"] + py)
-    picked = wait_until(lambda: nb.kernel_eval("dm.selected_ids"), lambda v: v != "[]")
+    picked = nb.wait_kernel("dm.selected_ids", lambda v: v != "[]", timeout=60)
     (chosen,) = eval(picked)  # noqa: S307 - a list of ints printed by the kernel
     # the sample under the click: the first suspect or one drawn on the same spot
     spot = nb.kernel_eval(
@@ -162,4 +147,3 @@ def test_the_verdict_a_root_opened_to_its_consequences_and_a_data_map_point(nb, 
     expect(card.locator("img")).to_be_visible()
     assert chosen in flipped
     nb.screenshot("data-map-sample")
-    assert nb.console_errors == []

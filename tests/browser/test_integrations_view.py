@@ -25,7 +25,7 @@ def trainer_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_dashboard_of_a_trainer_run_shows_layers_losses_and_the_confusion_matrix(
     nb, trainer_run: Path
 ) -> None:
-    nb.write(
+    nb.run(
         "trainer.ipynb",
         [
             "import nbviz\n"
@@ -34,8 +34,6 @@ def test_dashboard_of_a_trainer_run_shows_layers_losses_and_the_confusion_matrix
             "dash"
         ],
     )
-    nb.open("trainer.ipynb")
-    nb.run_all()
     page = nb.page
     layers = page.locator(".nbviz-layer-browser")
     expect(layers.locator(".nbviz-lb-row", has_text="classifier").first).to_be_visible()
@@ -53,4 +51,3 @@ def test_dashboard_of_a_trainer_run_shows_layers_losses_and_the_confusion_matrix
     assert nb.kernel_eval("sorted(dash.views)") == (
         "['confusion', 'health', 'histograms', 'layers', 'loss_curves', 'projector']"
     )
-    assert nb.console_errors == []

@@ -4,8 +4,6 @@ module in the icicle zooms to it (the kernel sees the zoom, the icicle redraws).
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from playwright.sync_api import expect
@@ -42,19 +40,8 @@ def step():
 """
 
 
-def wait_for_kernel(read: Callable[[], str], expected: str, timeout: float = 30) -> None:
-    """Poll a kernel value until it reads ``expected`` (a JS -> kernel update is async)."""
-    deadline = time.monotonic() + timeout
-    value = read()
-    while value != expected:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"kernel value stayed {value!r}, expected {expected!r}")
-        time.sleep(0.1)
-        value = read()
-
-
 def test_profiler_renders_and_a_click_zooms_to_the_module(nb, tmp_path: Path) -> None:
-    nb.write(
+    view = nb.run(
         "profiler.ipynb",
         [
             SETUP,
@@ -62,10 +49,9 @@ def test_profiler_renders_and_a_click_zooms_to_the_module(nb, tmp_path: Path) ->
             "p = nbviz.Profiler(model, step, steps=3, warmup=1, run=run, step=12)\n"
             "p",
         ],
+        timeout_ms=120_000,
+        ready=".nbviz-profiler",
     )
-    nb.open("profiler.ipynb")
-    nb.run_all(timeout_ms=120_000)
-    view = nb.page.locator(".nbviz-profiler")
     expect(view.locator(".nbviz-prof-title")).to_have_text("Sequential at step 12")
     expect(view.locator(".nbviz-prof-overhead")).to_contain_text(
         re.compile(r"profiler overhead: a step took [\d.e+-]+ ms profiled")
@@ -88,7 +74,7 @@ def test_profiler_renders_and_a_click_zooms_to_the_module(nb, tmp_path: Path) ->
 
     # click the slow block: the kernel sees the zoom, the block spans the icicle
     icicle.locator('.nbviz-prof-node[data-name="2"]').click()
-    wait_for_kernel(lambda: nb.kernel_eval("p.zoom"), "'2'")
+    nb.wait_kernel("p.zoom", "'2'")
     expect(icicle).to_have_attribute("data-zoom", "2")
     top = icicle.locator(".nbviz-prof-root")
     expect(top).to_have_attribute("data-name", "2")
@@ -101,9 +87,8 @@ def test_profiler_renders_and_a_click_zooms_to_the_module(nb, tmp_path: Path) ->
 
     # the top bar zooms back out; a header sorts the table
     top.click()
-    wait_for_kernel(lambda: nb.kernel_eval("p.zoom"), "''")
+    nb.wait_kernel("p.zoom", "''")
     expect(icicle).to_have_attribute("data-zoom", "")
     view.locator('.nbviz-prof-modules th[data-key="name"]').click()
-    wait_for_kernel(lambda: nb.kernel_eval("(p.sort_by, p.descending)"), "('name', False)")
+    nb.wait_kernel("(p.sort_by, p.descending)", "('name', False)")
     expect(rows.first).to_have_attribute("data-name", "")
-    assert nb.console_errors == []

@@ -4,25 +4,12 @@ dragged over them selects exactly the points inside, in the kernel."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from playwright.sync_api import expect
 
 import nbviz
-
-
-def wait_until(read: Callable[[], str], ok: Callable[[str], bool], timeout: float = 60) -> str:
-    deadline = time.monotonic() + timeout
-    value = read()
-    while not ok(value):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"value stayed {value!r}")
-        time.sleep(0.2)
-        value = read()
-    return value
 
 
 def big_run(path: Path, n: int = 100_000, k: int = 10) -> Path:
@@ -39,7 +26,7 @@ def big_run(path: Path, n: int = 100_000, k: int = 10) -> Path:
 
 def test_box_select_on_100k_points_sets_the_ids_inside(nb, tmp_path: Path) -> None:
     run_dir = big_run(tmp_path / "big")
-    nb.write(
+    view = nb.run(
         "projector.ipynb",
         [
             "import nbviz\n"
@@ -47,11 +34,9 @@ def test_box_select_on_100k_points_sets_the_ids_inside(nb, tmp_path: Path) -> No
             "pj = nbviz.EmbeddingProjector(run, method='pca')\n"
             "pj",
         ],
+        ready=".nbviz-projector",
     )
-    nb.open("projector.ipynb")
-    nb.run_all()
     page = nb.page
-    view = page.locator(".nbviz-projector")
     expect(view).to_have_attribute("data-drawn", "100000", timeout=60_000)
     expect(view.locator(".nbviz-pj-step")).to_have_text("step 10")
     expect(view.locator(".nbviz-projector-legend > span")).to_have_count(10)
@@ -68,7 +53,7 @@ def test_box_select_on_100k_points_sets_the_ids_inside(nb, tmp_path: Path) -> No
     page.mouse.move((x0 + x1) / 2, (y0 + y1) / 2, steps=4)
     page.mouse.move(x1, y1, steps=4)
     page.mouse.up()
-    n = int(wait_until(lambda: nb.kernel_eval("len(pj.selected_ids)"), lambda v: int(v) > 0))
+    n = int(nb.wait_kernel("len(pj.selected_ids)", lambda v: int(v) > 0, timeout=60))
     polygon = json.loads(view.get_attribute("data-last-box") or "null")
     xs, ys = [p[0] for p in polygon], [p[1] for p in polygon]
     nb.run_code(
@@ -87,16 +72,16 @@ def test_box_select_on_100k_points_sets_the_ids_inside(nb, tmp_path: Path) -> No
 
     # clearing empties the selection in the kernel
     view.locator(".nbviz-pj-clear").click()
-    wait_until(lambda: nb.kernel_eval("len(pj.selected_ids)"), lambda v: v == "0")
+    nb.wait_kernel("len(pj.selected_ids)", "0", timeout=60)
 
     # colour by correct/wrong redraws with a two-entry legend
     view.locator(".nbviz-pj-color").select_option("correct")
-    wait_until(lambda: nb.kernel_eval("pj.color_by"), lambda v: v == "'correct'")
+    nb.wait_kernel("pj.color_by", "'correct'", timeout=60)
     expect(view.locator(".nbviz-projector-legend > span")).to_have_count(2)
 
 
 def test_a_chosen_method_replaces_pca_when_ready(nb, demo_run_path: Path) -> None:
-    nb.write(
+    view = nb.run(
         "projector-tsne.ipynb",
         [
             "import nbviz\n"
@@ -104,14 +89,12 @@ def test_a_chosen_method_replaces_pca_when_ready(nb, demo_run_path: Path) -> Non
             "pj = nbviz.EmbeddingProjector(run, method='pca', params={'seed': 7})\n"
             "pj",
         ],
+        ready=".nbviz-projector",
     )
-    nb.open("projector-tsne.ipynb")
-    nb.run_all()
-    view = nb.page.locator(".nbviz-projector")
     expect(view).to_have_attribute("data-method", "pca", timeout=30_000)
     n = nb.kernel_eval("pj.points['n']")
     view.locator(".nbviz-pj-method").select_option("tsne")
-    wait_until(lambda: nb.kernel_eval("pj.method"), lambda v: v == "'tsne'")
+    nb.wait_kernel("pj.method", "'tsne'", timeout=60)
     expect(view).to_have_attribute("data-method", "tsne", timeout=120_000)
     assert view.get_attribute("data-drawn") == n
     expect(view.locator(".nbviz-pj-stop")).to_be_hidden()  # nothing left to stop

@@ -6,8 +6,6 @@ from __future__ import annotations
 import ast
 import json
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,29 +15,15 @@ REPO = Path(__file__).resolve().parents[2]
 ESBUILD = REPO / "js" / "node_modules" / ".bin" / "esbuild"
 
 
-def wait_for_kernel(read: Callable[[], str], expected: str, timeout: float = 30) -> None:
-    """Poll a kernel value until it reads ``expected`` (a JS -> kernel update is async)."""
-    deadline = time.monotonic() + timeout
-    value = read()
-    while value != expected:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"kernel value stayed {value!r}, expected {expected!r}")
-        time.sleep(0.1)
-        value = read()
-
-
 def test_status_message_renders_markup_as_text_and_syncs_both_ways(nb) -> None:
-    nb.write(
+    status = nb.run(
         "status.ipynb",
         [
             "from nbviz.widgets.status import StatusMessage",
             "w = StatusMessage('hello <b>x</b>', dismissible=True)\nw",
         ],
+        ready=".nbviz-status",
     )
-    nb.open("status.ipynb")
-    nb.run_all()
-
-    status = nb.page.locator(".nbviz-status")
     text = status.locator(".nbviz-message-text")
     expect(text).to_have_text("hello <b>x</b>")
     expect(status.locator("b")).to_have_count(0)
@@ -49,14 +33,12 @@ def test_status_message_renders_markup_as_text_and_syncs_both_ways(nb) -> None:
     assert nb.kernel_eval("w.dismissed") == "False"
     status.locator(".nbviz-dismiss").click()
     expect(text).to_have_count(0)
-    wait_for_kernel(lambda: nb.kernel_eval("w.dismissed"), "True")
+    nb.wait_kernel("w.dismissed", "True")
 
     # Python -> JS: changing traits redraws the view
     nb.run_code("w.message = 'back again'; w.kind = 'error'; w.dismissed = False")
     expect(text).to_have_text("back again")
     expect(status.locator(".nbviz-message-error")).to_have_count(1)
-
-    assert nb.console_errors == []
 
 
 WIRE_PROBE_JS = """
@@ -114,7 +96,7 @@ def wire_probe_bundle(lab) -> Path:
 
 
 def test_array_payload_arrives_as_binary_and_decodes_in_js(nb, wire_probe_bundle: Path) -> None:
-    nb.write(
+    nb.run(
         "wire.ipynb",
         [
             "import numpy as np, traitlets\n"
@@ -131,18 +113,13 @@ def test_array_payload_arrives_as_binary_and_decodes_in_js(nb, wire_probe_bundle
             "w",
         ],
     )
-    nb.open("wire.ipynb")
-    nb.run_all()
-
     expect(nb.page.locator(".nbviz-wire-probe")).to_have_text(
         "[object DataView] <f4 3x4 Float32Array sum=16.5 last=2.75 ids=1099511627776,-5,7"
     )
 
     # JS -> Python: a typed array sent back arrives as a buffer that decodes to the same values
-    wait_for_kernel(lambda: nb.kernel_eval("bool(w.echo)"), "True")
+    nb.wait_kernel("bool(w.echo)", "True")
     echoed = nb.kernel_eval("array_from_payload(w.echo).tolist()")
     assert ast.literal_eval(echoed) == [[v / 2 for v in range(r * 4, r * 4 + 4)] for r in range(3)]
     assert nb.kernel_eval("array_from_payload(w.echo).dtype.str") == "'<f4'"
     assert nb.kernel_eval("type(w.echo['data']).__name__") in ("'memoryview'", "'bytes'")
-
-    assert nb.console_errors == []

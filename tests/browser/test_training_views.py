@@ -4,26 +4,13 @@ clicks reach the kernel."""
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from playwright.sync_api import expect
 
 
-def wait_for_kernel(read: Callable[[], str], expected: str, timeout: float = 30) -> None:
-    """Poll a kernel value until it reads ``expected`` (a JS -> kernel update is async)."""
-    deadline = time.monotonic() + timeout
-    value = read()
-    while value != expected:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"kernel value stayed {value!r}, expected {expected!r}")
-        time.sleep(0.1)
-        value = read()
-
-
 def test_loss_curves_follow_the_scrubber(nb, demo_run_path: Path) -> None:
-    nb.write(
+    nb.run(
         "loss.ipynb",
         [
             "import nbviz, traitlets, ipywidgets as W\n"
@@ -33,8 +20,6 @@ def test_loss_curves_follow_the_scrubber(nb, demo_run_path: Path) -> None:
             "W.VBox([sc, lc])",
         ],
     )
-    nb.open("loss.ipynb")
-    nb.run_all()
     page = nb.page
     panel = page.locator('.nbviz-lc-panel[data-stem="loss"]')
     expect(panel.locator("canvas")).to_have_count(1)
@@ -42,13 +27,12 @@ def test_loss_curves_follow_the_scrubber(nb, demo_run_path: Path) -> None:
     expect(page.locator(".nbviz-scrub-step")).to_contain_text("step 65")
     page.locator(".nbviz-scrub-first").click()
     expect(panel.locator(".nbviz-lc-readout")).to_have_text(re.compile(r"^step 0: train_loss"))
-    wait_for_kernel(lambda: nb.kernel_eval("lc.step"), "0")
+    nb.wait_kernel("lc.step", "0")
     nb.screenshot("loss-curves")
-    assert nb.console_errors == []
 
 
 def test_histograms_ridge_and_heatmap_follow_a_click(nb, demo_run_path: Path) -> None:
-    nb.write(
+    view = nb.run(
         "hist.ipynb",
         [
             "import nbviz\n"
@@ -56,11 +40,8 @@ def test_histograms_ridge_and_heatmap_follow_a_click(nb, demo_run_path: Path) ->
             "h = nbviz.Histograms(run, signal='weights', layer='0.weight')\n"
             "h",
         ],
+        ready=".nbviz-histograms",
     )
-    nb.open("hist.ipynb")
-    nb.run_all()
-    page = nb.page
-    view = page.locator(".nbviz-histograms")
     expect(view.locator("canvas.nbviz-hist-ridge")).to_have_count(1)
     expect(view.locator(".nbviz-hist-current")).to_contain_text(
         re.compile(r"^step 65: [\d,]+ values")
@@ -70,17 +51,16 @@ def test_histograms_ridge_and_heatmap_follow_a_click(nb, demo_run_path: Path) ->
     box = heat.bounding_box()
     assert box is not None and box["height"] > 100
     heat.click(position={"x": box["width"] / 2, "y": 2})  # the top row: the first histogram
-    wait_for_kernel(lambda: nb.kernel_eval("h.step"), "0")
+    nb.wait_kernel("h.step", "0")
     expect(view.locator(".nbviz-hist-current")).to_contain_text("step 0:")
     view.locator(".nbviz-hist-signal").select_option("activations")
-    wait_for_kernel(lambda: nb.kernel_eval("h.signal"), "'activations'")
+    nb.wait_kernel("h.signal", "'activations'")
     expect(view.locator(".nbviz-hist-layer")).not_to_have_value("0.weight")
     nb.screenshot("histograms")
-    assert nb.console_errors == []
 
 
 def test_runs_table_sorts_and_highlights_a_run_in_loss_curves(nb, tmp_path: Path) -> None:
-    nb.write(
+    nb.run(
         "runs.ipynb",
         [
             "import math, nbviz\n"
@@ -95,25 +75,22 @@ def test_runs_table_sorts_and_highlights_a_run_in_loss_curves(nb, tmp_path: Path
             "import ipywidgets as W; W.VBox([rt, lc])",
         ],
     )
-    nb.open("runs.ipynb")
-    nb.run_all()
     page = nb.page
     table = page.locator(".nbviz-rt-table")
     expect(table.locator("tbody tr")).to_have_count(3)
     table.locator('th[data-key="best:train_loss"]').click()
-    wait_for_kernel(lambda: nb.kernel_eval("rt.sort_by"), "'best:train_loss'")
+    nb.wait_kernel("rt.sort_by", "'best:train_loss'")
     # lower loss is better: lr=0.1 ends lowest (lr=0.3 turns back up at 0.04, lr=0.03 is slow)
     expect(table.locator("tbody tr").first).to_have_attribute("data-run", "lr0.1")
     expect(table.locator("tbody tr").first.locator("td.nbviz-rt-best")).not_to_have_count(0)
     table.locator('tbody tr[data-run="lr0.03"]').click()
-    wait_for_kernel(lambda: nb.kernel_eval("lc.highlight"), "'lr0.03'")
+    nb.wait_kernel("lc.highlight", "'lr0.03'")
     expect(page.locator(".nbviz-lc-run.nbviz-active")).to_have_text(re.compile("lr0.03"))
     nb.screenshot("runs-table")
-    assert nb.console_errors == []
 
 
 def test_dashboard_scrubber_moves_every_view(nb, demo_run_path: Path) -> None:
-    nb.write(
+    nb.run(
         "dash.ipynb",
         [
             "import nbviz\n"
@@ -122,31 +99,25 @@ def test_dashboard_scrubber_moves_every_view(nb, demo_run_path: Path) -> None:
             "dash",
         ],
     )
-    nb.open("dash.ipynb")
-    nb.run_all()
     page = nb.page
     expect(page.locator(".nbviz-scrubber")).to_have_count(1)
     expect(page.locator(".nbviz-layer-browser .nbviz-lb-row").first).to_be_visible()
     page.locator(".nbviz-scrub-first").click()
     for view in ("loss_curves", "layers", "histograms"):
-        wait_for_kernel(lambda v=view: nb.kernel_eval(f"dash.{v}.step"), "0")
+        nb.wait_kernel(f"dash.{view}.step", "0")
     expect(page.locator(".nbviz-hist-current")).to_contain_text("step 0:")
     page.locator(".nbviz-scrub-forward").click()
     # the click reaches the kernel asynchronously: read the new step once it has moved
-    deadline = time.monotonic() + 30
-    while (moved := nb.kernel_eval("dash.scrubber.step")) == "0":
-        assert time.monotonic() < deadline, "the scrubber's step stayed 0 after 'forward'"
-        time.sleep(0.1)
-    wait_for_kernel(lambda: nb.kernel_eval("dash.histograms.step"), moved)
+    moved = nb.wait_kernel("dash.scrubber.step", lambda v: v != "0")
+    nb.wait_kernel("dash.histograms.step", moved)
     page.locator(".nbviz-layer-browser .nbviz-lb-row").nth(1).click()
-    wait_for_kernel(lambda: nb.kernel_eval("dash.layers.selected_layer"), "'1'")
+    nb.wait_kernel("dash.layers.selected_layer", "'1'")
     expect(page.locator(".nbviz-lb-detail canvas").first).to_be_visible()
     nb.screenshot("dashboard")
-    assert nb.console_errors == []
 
 
 def test_clicking_a_finding_moves_the_dashboard_and_opens_the_layer(nb, tmp_path: Path) -> None:
-    nb.write(
+    nb.run(
         "health.ipynb",
         [
             "import torch, nbviz\n"
@@ -167,25 +138,22 @@ def test_clicking_a_finding_moves_the_dashboard_and_opens_the_layer(nb, tmp_path
             "dash",
         ],
     )
-    nb.open("health.ipynb")
-    nb.run_all()
     page = nb.page
     finding = page.locator('.nbviz-hr-item[data-check="dead_units"]').first
     expect(finding).to_contain_text("act1")
     expect(page.locator('.nbviz-lb-row[data-layer="act1"] .nbviz-badge-error')).to_have_count(1)
     finding.click()
-    wait_for_kernel(lambda: nb.kernel_eval("dash.scrubber.step"), "0")
-    wait_for_kernel(lambda: nb.kernel_eval("dash.layers.selected_layer"), "'act1'")
+    nb.wait_kernel("dash.scrubber.step", "0")
+    nb.wait_kernel("dash.layers.selected_layer", "'act1'")
     expect(page.locator(".nbviz-scrub-step")).to_contain_text("step 0")
     expect(
         finding.locator(":scope > .nbviz-hr-evidence")
     ).to_be_visible()  # its own, not a consequence's
     nb.screenshot("health-report")
-    assert nb.console_errors == []
 
 
 def test_every_view_of_an_empty_run_shows_a_message_not_a_blank_box(nb, tmp_path: Path) -> None:
-    nb.write(
+    nb.run(
         "empty.ipynb",
         [
             "import nbviz, ipywidgets as W\n"
@@ -195,19 +163,16 @@ def test_every_view_of_an_empty_run_shows_a_message_not_a_blank_box(nb, tmp_path
             "W.VBox(views)",
         ],
     )
-    nb.open("empty.ipynb")
-    nb.run_all()
     page = nb.page
     for cls in ("loss-curves", "layer-browser", "histograms", "runs-table", "health"):
         box = page.locator(f".nbviz-{cls}")
         expect(box.locator(".nbviz-message")).to_have_count(1)
         expect(box.locator(".nbviz-message")).not_to_have_text("")
     nb.screenshot("empty-run")
-    assert nb.console_errors == []
 
 
 def test_two_named_models_show_side_by_side_in_the_layer_browser(nb, tmp_path: Path) -> None:
-    nb.write(
+    nb.run(
         "gan.ipynb",
         [
             "import torch, nbviz\n"
@@ -234,13 +199,10 @@ def test_two_named_models_show_side_by_side_in_the_layer_browser(nb, tmp_path: P
             "lb",
         ],
     )
-    nb.open("gan.ipynb")
-    nb.run_all()
     page = nb.page
     for layer in ("G.0", "G.1", "G.2", "D.0", "D.1", "D.2"):
         expect(page.locator(f'.nbviz-lb-row[data-layer="{layer}"]')).to_have_count(1)
     expect(page.locator('.nbviz-lb-row[data-layer="D.1"]')).to_contain_text("LeakyReLU")
     page.locator('.nbviz-lb-row[data-layer="D.1"]').click()
-    wait_for_kernel(lambda: nb.kernel_eval("lb.selected_layer"), "'D.1'")
+    nb.wait_kernel("lb.selected_layer", "'D.1'")
     nb.screenshot("two-models")
-    assert nb.console_errors == []
