@@ -73,10 +73,13 @@ $(BENCH_STAMP): $(VENV_STAMP)
 	$(PY) -m pip install -c $(CONSTRAINTS) -e '.[$(EXTRAS),bench]'
 	@touch $@
 
-bench: venv js $(BENCH_STAMP)  ## run every benchmarks/*.py (installs the bench extra: tensorboard, wandb)
+# benchmarks/ also holds modules the scripts import (harness, reference models): a
+# benchmark is a file with a main guard.
+bench: venv js $(BENCH_STAMP)  ## run every benchmark script in benchmarks/ (installs the bench extra: tensorboard, wandb)
 	@set -e; ran=0; for f in benchmarks/*.py; do \
-	  [ -e "$$f" ] || continue; echo "== $$f"; $(PY) "$$f"; ran=1; \
-	done; [ $$ran = 1 ] || echo "no benchmarks/*.py to run"
+	  grep -q '^if __name__ == "__main__":' "$$f" 2>/dev/null || continue; \
+	  echo "== $$f"; $(PY) "$$f"; ran=1; \
+	done; [ $$ran = 1 ] || echo "no benchmark scripts in benchmarks/ to run"
 
 clean:  ## remove build output, node_modules and caches (keeps $(VENV) and runs/)
 	rm -rf src/nbviz/static js/node_modules build dist src/*.egg-info .pytest_cache .ruff_cache \

@@ -1,16 +1,18 @@
 """Probe overhead under DDP: step time with the probe / without, on 2 ranks (CPU, gloo).
 
-The reference CNN and MLP of ``probe_overhead.py``, each wrapped in
-DistributedDataParallel on every rank (per-rank batch 64 and 256, synthetic
-data, SGD, one torch thread per rank). Configurations run in interleaved
-blocks; each block measures every configuration and its ratio to the
-uninstrumented baseline of the same block, and the table shows the median
-ratio. A barrier starts every timed window so all ranks time the same steps.
-It also reports what combining the ranks costs at each capture step (one
-``all_gather`` of a few kilobytes and its bookkeeping), measured inside the
-probe. Compare with ``probe_overhead.py --threads 1`` (the same thread count).
+The reference CNN and MLP (``reference_models.py``; ``--models`` adds the
+transformers), each wrapped in DistributedDataParallel on every rank (per-rank
+batch 64 and 256, synthetic data, one torch thread per rank). Measured as
+``probe_overhead.py`` measures by default: blocks of ``--steps`` steps, each
+ending in ``run.flush()``, uninstrumented and instrumented blocks alternating,
+the median of the block ratios; a barrier starts every timed block and the
+slowest rank's time is the block's. It also reports what combining the ranks
+costs at each capture step (one ``all_gather`` of a few kilobytes and its
+bookkeeping), measured inside the probe. Compare with
+``probe_overhead.py --threads 1`` (the same thread count).
 
-    python benchmarks/ddp_overhead.py [--nproc 2] [--blocks 8] [--steps 10] [--warmup 10]
+    python benchmarks/ddp_overhead.py [--nproc 2] [--blocks 6] [--steps 100] [--warmup 60]
+        [--models CNN MLP] [--quick]
 
 It starts ``torch.distributed.run --standalone`` itself; the ranks print nothing
 but rank 0's table.
@@ -24,46 +26,27 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
-from torch import nn
+from harness import (
+    Loop,
+    Sync,
+    Table,
+    alternating_blocks,
+    nbviz_tool,
+    open_loops,
+    ratio_cell,
+    scratch,
+    uninstrumented,
+)
+from reference_models import WORKLOADS
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "src"))
-sys.path.insert(0, str(HERE))
+from nbviz.probes import distributed as dd
 
-from probe_overhead import WORKLOADS  # noqa: E402
-
-import nbviz  # noqa: E402
-from nbviz.probes import distributed as dd  # noqa: E402
-
-Config = Callable[[nn.Module, nn.Module, Path], contextlib.AbstractContextManager]
-
-#: Seconds spent in dd.combine_ranks, per call, while timing.
+#: Seconds spent in dd.combine_ranks, per call, since the last block ended.
 COMBINE_TIMES: list[float] = []
-
-
-@contextlib.contextmanager
-def baseline(ddp: nn.Module, opt: torch.optim.Optimizer, tmp: Path) -> Iterator[Callable]:
-    yield lambda step, loss: None
-
-
-def nbviz_config(**watch) -> Config:
-    @contextlib.contextmanager
-    def make(ddp: nn.Module, opt: torch.optim.Optimizer, tmp: Path) -> Iterator[Callable]:
-        run = nbviz.Run(tmp / "nbviz")
-        probe = run.watch(ddp, **watch)
-        try:
-            yield lambda step, loss: run.log(step, train_loss=loss)
-        finally:
-            probe.close()
-            run.close()
-
-    return make
 
 
 def _timed_combine() -> None:
@@ -80,98 +63,71 @@ def _timed_combine() -> None:
     dd.combine_ranks = timed
 
 
-def time_block(ddp, opt, x, y, config: Config, steps: int, warmup: int, start: int, tmp: Path):
-    import torch.distributed as dist
-
-    with config(ddp, opt, tmp) as after:
-        step = start
-        for i in range(warmup + steps):
-            if i == warmup:
-                dist.barrier()
-                t0 = time.perf_counter()
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(ddp(x), y)
-            loss.backward()
-            opt.step()
-            after(step, loss)
-            step += 1
-        elapsed = time.perf_counter() - t0
-    # the slowest rank sets the pace
-    t = torch.tensor([elapsed / steps], dtype=torch.float64)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return float(t)
-
-
-def measure(name: str, configs: dict[str, Config], args) -> dict[str, float]:
+def measure(name: str, args: argparse.Namespace) -> tuple[dict[str, list[float]], float, float]:
+    """(block ratios per configuration, median baseline step ms, median combine ms)."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    make, batch = WORKLOADS[name]
-    torch.manual_seed(0)
-    ddp = DDP(make())
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
-    g = torch.Generator().manual_seed(dist.get_rank())
-    x = torch.randn(batch, 1, 28, 28, generator=g)
-    y = torch.randint(0, 10, (batch,), generator=g)
-    ratios: dict[str, list[float]] = {k: [] for k in configs}
-    base = []
+    tools = {
+        "uninstrumented": uninstrumented,
+        "nbviz defaults": nbviz_tool(),
+        "nbviz every=1": nbviz_tool(every=1),
+    }
     combine: list[float] = []
-    with tempfile.TemporaryDirectory() as d:
-        step = 0
-        for b in range(args.blocks):
-            order = list(configs)
-            order = order[b % len(order) :] + order[: b % len(order)]
-            times = {}
-            for key in order:
-                tmp = Path(d) / f"{name}-{key}-{b}".replace(" ", "_").replace("=", "")
-                COMBINE_TIMES.clear()
-                times[key] = time_block(
-                    ddp, opt, x, y, configs[key], args.steps, args.warmup, step, tmp
-                )
-                if key == "nbviz defaults":
-                    combine.extend(COMBINE_TIMES[1:])  # the first is the histograms' first capture
-                step += args.warmup + args.steps
-            base.append(times["uninstrumented"])
-            for key in configs:
-                ratios[key].append(times[key] / times["uninstrumented"])
-    out = {k: statistics.median(v) for k, v in ratios.items()}
-    out["_base_ms"] = statistics.median(base) * 1e3
-    out["_combine_ms"] = statistics.median(combine) * 1e3 if combine else float("nan")
-    return out
+
+    def observe(loop: Loop, seconds: float) -> None:
+        if loop.name == "nbviz defaults":
+            combine.extend(COMBINE_TIMES)
+        COMBINE_TIMES.clear()
+
+    with scratch(f"nbviz-ddp-{dist.get_rank()}-") as tmp, contextlib.ExitStack() as stack:
+        base, *watched = open_loops(
+            WORKLOADS[name],
+            tools,
+            tmp,
+            stack,
+            warmup=args.warmup,
+            align=args.steps,
+            wrap=DDP,
+            batch_seed=dist.get_rank(),
+        )
+        COMBINE_TIMES.clear()  # the warm-up's, with the histograms' first capture
+        # every rank runs the same blocks: a fixed number of rounds, no time limit
+        ratios = alternating_blocks(
+            base, watched, args.steps, args.blocks, sync=Sync(), observe=observe
+        )
+    combine_ms = statistics.median(combine) * 1e3 if combine else float("nan")
+    return ratios.ratios, ratios.base_ms, combine_ms
 
 
-def worker(args) -> None:
+def _ms(value: float) -> str:
+    return "no capture in the timed blocks" if value != value else f"{value:.2f} ms"
+
+
+def worker(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     _timed_combine()
-    configs: dict[str, Config] = {
-        "uninstrumented": baseline,
-        "nbviz defaults": nbviz_config(),
-        "nbviz every=1": nbviz_config(every=1),
-    }
-    results = {name: measure(name, configs, args) for name in WORKLOADS}
+    results = {name: measure(name, args) for name in args.models}
     if dist.get_rank() == 0:
-        world = dist.get_world_size()
         print(
-            f"\nDDP on {world} ranks (gloo, CPU, 1 thread each): step time / uninstrumented "
-            f"(median of {args.blocks} interleaved blocks of {args.steps} steps after "
-            f"{args.warmup} warm-up steps)\n"
+            f"\nDDP on {dist.get_world_size()} ranks (gloo, CPU, 1 thread each): step time / "
+            f"uninstrumented (median [quartiles] of block ratios, {args.blocks} rounds of "
+            f"{args.steps}-step blocks ending in run.flush(), uninstrumented and instrumented "
+            f"blocks alternating, after {args.warmup} warm-up steps)\n"
         )
-        print(f"| {'configuration':<22} | {'CNN':>7} | {'MLP':>7} |")
-        print(f"|{'-' * 24}|{'-' * 9}|{'-' * 9}|")
-        for key in configs:
-            cnn, mlp = results["CNN"][key], results["MLP"][key]
-            print(f"| {key:<22} | {cnn:>6.3f}x | {mlp:>6.3f}x |")
+        table = Table(["configuration", *args.models], [16] + [22] * len(args.models))
+        for key in results[args.models[0]][0]:
+            table.row(key, *(ratio_cell(results[m][0][key]) for m in args.models))
         print(
-            f"\nuninstrumented DDP step: CNN {results['CNN']['_base_ms']:.1f} ms, "
-            f"MLP {results['MLP']['_base_ms']:.1f} ms"
+            "\nuninstrumented DDP step: "
+            + ", ".join(f"{m} {results[m][1]:.1f} ms" for m in args.models)
         )
         print(
             "combining the ranks at a capture step (one all_gather + bookkeeping, median): "
-            f"CNN {results['CNN']['_combine_ms']:.2f} ms, "
-            f"MLP {results['MLP']['_combine_ms']:.2f} ms"
+            + ", ".join(f"{m} {_ms(results[m][2])}" for m in args.models)
         )
         print("target: the single-process budget (<= 1.05x at the defaults) plus the above")
     dist.barrier()
@@ -181,11 +137,17 @@ def worker(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nproc", type=int, default=2, help="ranks to launch")
-    parser.add_argument("--blocks", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=10, help="steps per block and config")
-    parser.add_argument("--warmup", type=int, default=10, help="untimed steps per block")
+    parser.add_argument("--blocks", type=int, default=6, help="rounds")
+    parser.add_argument("--steps", type=int, default=100, help="steps per block")
+    parser.add_argument("--warmup", type=int, default=60, help="untimed steps per configuration")
+    parser.add_argument("--models", nargs="+", choices=list(WORKLOADS), default=["CNN", "MLP"])
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 2 rounds of 10 steps, 5 warm-up"
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.quick:
+        args.blocks, args.steps, args.warmup = 2, 10, 5
     if args.worker or "LOCAL_RANK" in os.environ:
         worker(args)
         return
@@ -200,6 +162,8 @@ def main() -> None:
         f"--blocks={args.blocks}",
         f"--steps={args.steps}",
         f"--warmup={args.warmup}",
+        "--models",
+        *args.models,
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     sys.exit(subprocess.run(cmd, env=env, check=False).returncode)

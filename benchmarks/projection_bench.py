@@ -18,12 +18,12 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from harness import Table, scratch, timed
 
 import nbviz
 from nbviz.analysis import projection as P
@@ -34,12 +34,6 @@ def mixture(n: int, d: int = 64, k: int = 10, seed: int = 0) -> tuple[np.ndarray
     centres = rng.normal(scale=4.0, size=(k, d))
     labels = rng.integers(0, k, size=n)
     return (centres[labels] + rng.normal(size=(n, d))).astype(np.float32), labels
-
-
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t, out
 
 
 def nbviz_times(root: Path, X: np.ndarray, labels: np.ndarray, method: str) -> tuple[float, float]:
@@ -81,16 +75,16 @@ def projection_table(
     # pynndescent's nearest-neighbour search at the first fit of 4,096 points or more.
     # and its transform at the first placement of new points. Paid once per process (a
     # kernel), by whichever call comes first: measured apart, so both columns are warm.
-    print("UMAP import + JIT (fit 5,000 points, place 1,000 more): ", end="", flush=True)
-    t0 = time.perf_counter()
-    P.project(mixture(6_000)[0], "umap", {"fit_size": 5_000})
-    print(f"{time.perf_counter() - t0:.1f} s")
-    print()
-    print(
-        "| points | PCA cold | PCA cached | t-SNE cold | t-SNE cached | sklearn TSNE "
-        "| t-SNE speed-up | UMAP cold | UMAP cached | plain umap-learn | UMAP ratio |"
+    if "umap" in methods:
+        print("UMAP import + JIT (fit 5,000 points, place 1,000 more): ", end="", flush=True)
+        t0 = time.perf_counter()
+        P.project(mixture(6_000)[0], "umap", {"fit_size": 5_000})
+        print(f"{time.perf_counter() - t0:.1f} s")
+        print()
+    table = Table(
+        ["points", "PCA cold", "PCA cached", "t-SNE cold", "t-SNE cached", "sklearn TSNE"]
+        + ["t-SNE speed-up", "UMAP cold", "UMAP cached", "plain umap-learn", "UMAP ratio"]
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
         X, labels = mixture(n)
         nan = (float("nan"), float("nan"))
@@ -101,10 +95,18 @@ def projection_table(
         plain = plain_umap(X) if n <= baseline_max and "umap" in methods else None
         speed = f"{sk / tsne[0]:.2f}x" if sk else "-"
         ratio = f"{um[0] / plain:.2f}x" if plain else "-"
-        print(
-            f"| {n:,} | {pca[0]:.2f} | {pca[1]:.3f} | {tsne[0]:.1f} | {tsne[1]:.3f} | {fmt(sk)} "
-            f"| {speed} | {um[0]:.1f} | {um[1]:.3f} | {fmt(plain)} | {ratio} |",
-            flush=True,
+        table.row(
+            f"{n:,}",
+            f"{pca[0]:.2f}",
+            f"{pca[1]:.3f}",
+            f"{tsne[0]:.1f}",
+            f"{tsne[1]:.3f}",
+            fmt(sk),
+            speed,
+            f"{um[0]:.1f}",
+            f"{um[1]:.3f}",
+            fmt(plain),
+            ratio,
         )
     print()
     print(
@@ -141,8 +143,7 @@ def render_time(n: int, static: Path) -> tuple[float, float, int]:
 
     from nbviz.widgets.projector import EmbeddingProjector
 
-    tmp = Path(tempfile.mkdtemp(prefix="nbviz-render-"))
-    try:
+    with scratch("nbviz-render-") as tmp:
         X, labels = mixture(n, d=64)
         with nbviz.Run(tmp / "run") as run:
             logits = np.eye(10, dtype=np.float32)[labels]
@@ -185,8 +186,6 @@ def render_time(n: int, static: Path) -> tuple[float, float, int]:
             browser.close()
         pj.close()
         return build, ms, nbytes // max(pj.points["n"], 1)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _b64(data: bytes) -> str:
@@ -201,11 +200,12 @@ def render_table(sizes: list[int]) -> None:
         print("front-end not built (make js): render timings skipped")
         return
     print()
-    print("| points | build payload in Python (PCA) s | first draw in Chromium ms | bytes/point |")
-    print("|---|---|---|---|")
+    table = Table(
+        ["points", "build payload in Python (PCA) s", "first draw in Chromium ms", "bytes/point"]
+    )
     for n in sizes:
         build, ms, per = render_time(n, static)
-        print(f"| {n:,} | {build:.2f} | {ms:.0f} | {per} |", flush=True)
+        table.row(f"{n:,}", f"{build:.2f}", f"{ms:.0f}", per)
     print("\nChromium is headless with SwiftShader (software WebGL on 2 cores): a GPU is faster.")
 
 
@@ -217,13 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only-render", action="store_true")
     parser.add_argument("--methods", nargs="+", choices=P.METHODS, default=list(P.METHODS))
     args = parser.parse_args(argv)
-    root = Path(tempfile.mkdtemp(prefix="nbviz-projection-bench-"))
-    try:
+    with scratch("nbviz-projection-bench-") as root:
         if not args.only_render:
             projection_table(args.sizes, args.baseline_max, root, tuple(args.methods))
         render_table(args.render_sizes)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
     return 0
 
 

@@ -20,12 +20,12 @@ import itertools
 import random
 import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
+from harness import Table, scratch
 
 from nbviz.store import Reader, Writer, create_or_open
 from nbviz.store.schema import DDL
@@ -178,9 +178,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None, help="where to put the databases")
     args = parser.parse_args()
 
-    root = Path(tempfile.mkdtemp(prefix="nbviz-store-bench-", dir=args.dir))
     rng = random.Random(0)
-    try:
+    with scratch("nbviz-store-bench-", within=args.dir) as root:
         per_step = len(SIGNALS) * N_LAYERS
         print(
             f"{N_LAYERS} layers x {len(SIGNALS)} signals per step, {N_BINS}-bin histograms; "
@@ -199,24 +198,29 @@ def main() -> None:
             f"{busy_ms:g} ms per step; final flush waited {lag * 1000:.0f} ms"
         )
         print()
-        header = (
-            f"{'steps':>8} {'rows/table':>11} {'db MB':>8} {'build s':>8} "
-            f"{'stats_at':>9} {'hist_at':>8} {'both':>7} {'layer stats':>12} "
-            f"{'layer hists':>12} {'steps()':>8}"
-        )
         print("Read latency, ms (median; 'both' = stats_at + histograms_at of one step)")
-        print(header)
+        table = Table(
+            ["steps", "rows/table", "db MB", "build s", "stats_at", "hist_at", "both"]
+            + ["layer stats", "layer hists", "steps()"],
+            [9] * 10,
+        )
         for n_steps in args.steps:
             run = root / f"run-{n_steps}"
             build_s = build(run, n_steps)
             size_mb = sum(p.stat().st_size for p in run.iterdir()) / 1e6
             with Reader(run) as reader:
                 ms = measure_reads(reader, n_steps, rng, args.reads)
-            print(
-                f"{n_steps:>8,} {n_steps * per_step:>11,} {size_mb:>8,.0f} {build_s:>8.1f} "
-                f"{ms['stats_at']:>9.2f} {ms['hist_at']:>8.2f} {ms['both']:>7.2f} "
-                f"{ms['layer']:>12.1f} {ms['hrows']:>12.1f} {ms['steps']:>8.1f}",
-                flush=True,
+            table.row(
+                f"{n_steps:,}",
+                f"{n_steps * per_step:,}",
+                f"{size_mb:,.0f}",
+                f"{build_s:.1f}",
+                f"{ms['stats_at']:.2f}",
+                f"{ms['hist_at']:.2f}",
+                f"{ms['both']:.2f}",
+                f"{ms['layer']:.1f}",
+                f"{ms['hrows']:.1f}",
+                f"{ms['steps']:.1f}",
             )
             shutil.rmtree(run)
         print()
@@ -224,8 +228,6 @@ def main() -> None:
             "'layer stats': stats(signal, layer) over all steps; 'layer hists': "
             "histogram_rows(layer, signal) over all steps; 'steps()': steps(signal)."
         )
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness import print_table, scratch
 
 from nbviz.store import Writer
 
@@ -177,15 +176,12 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None, help="build runs here and keep them")
     args = parser.parse_args()
 
-    root = args.keep or Path(tempfile.mkdtemp(prefix="nbviz-widget-bench-"))
-    root.mkdir(parents=True, exist_ok=True)
-    try:
+    with scratch("nbviz-widget-bench-", keep=args.keep) as root:
         print(
             f"{args.layers} layers; stats every {args.every} step(s), histograms and unit "
             f"stats every {args.hist_every}"
         )
-        header = f"{'steps':>8} {'view':<14} {'JSON kB':>9} {'binary kB':>10} {'total kB':>9}"
-        lines = []
+        per_view = []
         summary = []
         for n_steps in args.steps:
             path = root / f"run-{n_steps}"
@@ -201,33 +197,26 @@ def main() -> None:
                 kb = (r["json"] + r["binary"]) / 1000
                 if r["view"] != "Layers+detail":
                     total += r["json"] + r["binary"]
-                lines.append(
-                    f"{n_steps:>8,} {r['view']:<14} {r['json'] / 1000:>9.1f} "
-                    f"{r['binary'] / 1000:>10.1f} {kb:>9.1f}"
+                per_view.append(
+                    [f"{n_steps:,}", r["view"], f"{r['json'] / 1000:.1f}"]
+                    + [f"{r['binary'] / 1000:.1f}", f"{kb:.1f}"]
                 )
             summary.append(
-                f"{n_steps:>8,} {write_s:>8.1f} {rows[0]['build_s']:>9.2f} "
-                f"{total / 1e6:>9.2f} {rows[0]['step_ms']:>9.1f} {rows[0]['select_ms']:>10.1f}"
+                [f"{n_steps:,}", f"{write_s:.1f}", f"{rows[0]['build_s']:.2f}"]
+                + [f"{total / 1e6:.2f}", f"{rows[0]['step_ms']:.1f}"]
+                + [f"{rows[0]['select_ms']:.1f}"]
             )
             print(f"  built {path.name} in {write_s:.1f} s", file=sys.stderr, flush=True)
         print()
         print("Synced state per view (what the browser receives when the Dashboard is shown)")
-        print(header)
-        print("\n".join(lines))
+        print_table(["steps", "view", "JSON kB", "binary kB", "total kB"], per_view)
         print()
-        print(
-            f"{'steps':>8} {'write s':>8} {'build s':>9} {'total MB':>9} {'step ms':>9} "
-            f"{'select ms':>10}"
-        )
-        print("\n".join(summary))
+        print_table(["steps", "write s", "build s", "total MB", "step ms", "select ms"], summary)
         print()
         print(
             "build s: nbviz.Dashboard(run) in Python; step ms: one scrubber step change "
             "(every view updates); select ms: choosing a layer in the LayerBrowser."
         )
-    finally:
-        if args.keep is None:
-            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
