@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import traitlets
 from sklearn.metrics import accuracy_score, f1_score, precision_recall_fscore_support
+from training import loss_only_run
 
 import nbviz
 from nbviz.analysis import metrics
@@ -180,9 +181,7 @@ def test_without_samples_the_gallery_shows_ids_and_labels_and_says_how_to_log(
 
 
 def test_a_run_without_predictions_says_how_to_record_them(tmp_path: Path) -> None:
-    run = nbviz.Run(tmp_path / "empty")
-    run.log(0, train_loss=1.0)
-    run.flush()
+    run = loss_only_run(tmp_path / "empty")
     cm = nbviz.ConfusionMatrix(run, live=False)
     assert "run.evaluate" in cm.empty and cm.eval_step == -1
     cm.close()

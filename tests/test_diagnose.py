@@ -15,6 +15,7 @@ from collections.abc import Callable
 import pytest
 import torch
 from torch import nn
+from training import dead_relu_mlp, loss_only_run, named_mlp, sgd_step
 
 import nbviz
 from nbviz.analysis.diagnose import CHECKS, COLUMNS, diagnose, format_findings
@@ -43,16 +44,6 @@ def digits():
     return xt, torch.from_numpy(data.y_train), xv, torch.from_numpy(data.y_val)
 
 
-def mlp(*sizes: int, act: type[nn.Module] = nn.ReLU) -> nn.Sequential:
-    """``fc1, act1, fc2, act2, ..., fcN``: named layers, no activation after the last."""
-    layers: list[tuple[str, nn.Module]] = []
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True), start=1):
-        layers.append((f"fc{i}", nn.Linear(a, b)))
-        if i < len(sizes) - 1:
-            layers.append((f"act{i}", act()))
-    return nn.Sequential(OrderedDict(layers))
-
-
 def train(
     run: nbviz.Run,
     model: nn.Module,
@@ -79,10 +70,7 @@ def train(
         idx = torch.randint(0, len(y), (min(batch, len(y)),), generator=gen)
         if batch >= len(y):
             idx = torch.arange(len(y))
-        opt.zero_grad()
-        loss = loss_fn(model(x[idx]), y[idx])
-        loss.backward()
-        opt.step()
+        loss = sgd_step(model, opt, x[idx], y[idx], loss_fn)
         run.log(step, train_loss=logged_loss(step, loss.item()))
         if evaluate is not None and (step + 1) % eval_every == 0:
             xv, yv = evaluate
@@ -111,7 +99,7 @@ def test_the_demo_run_has_no_warnings_or_errors(demo_run):
 def test_a_healthy_mlp_has_no_warnings_or_errors(every, tmp_path, digits):
     torch.manual_seed(0)
     xt, yt, xv, yv = digits
-    model = mlp(64, 64, 32, 10)
+    model = named_mlp(64, 64, 32, 10)
     with nbviz.Run(tmp_path / "run") as run:
         opt = torch.optim.Adam(model.parameters(), lr=3e-3)
         train(run, model, xt, yt, every=every, steps=60, optimizer=opt, evaluate=(xv, yv))
@@ -122,7 +110,7 @@ def test_a_healthy_mlp_has_no_warnings_or_errors(every, tmp_path, digits):
 def test_findings_are_json_serialisable_and_sorted_worst_first(tmp_path, digits):
     torch.manual_seed(0)
     xt, yt, _, _ = digits
-    model = mlp(64, 32, 10)
+    model = named_mlp(64, 32, 10)
     with torch.no_grad():
         model.fc1.bias.fill_(-10.0)  # an error (a dead layer) ...
     model.fc2.weight.requires_grad_(False)  # ... and an info (a frozen weight)
@@ -143,9 +131,7 @@ def test_findings_are_json_serialisable_and_sorted_worst_first(tmp_path, digits)
 def test_a_bias_of_minus_ten_before_a_relu_kills_the_layer(every, tmp_path, digits):
     torch.manual_seed(0)
     xt, yt, _, _ = digits
-    model = mlp(64, 32, 10)
-    with torch.no_grad():
-        model.fc1.bias.fill_(-10.0)
+    model = dead_relu_mlp(64, 32, 10)
     with nbviz.Run(tmp_path / "run") as run:
         train(run, model, xt, yt, every=every, steps=40)
         findings = run.diagnose()
@@ -162,7 +148,7 @@ def test_a_bias_of_minus_ten_before_a_relu_kills_the_layer(every, tmp_path, digi
 def test_most_of_a_layer_dead_is_a_warning_and_a_few_units_are_info(tmp_path, digits):
     torch.manual_seed(0)
     xt, yt, _, _ = digits
-    model = mlp(64, 32, 10)
+    model = named_mlp(64, 32, 10)
     with torch.no_grad():
         model.fc1.bias[:24].fill_(-10.0)  # 24 of 32 units dead
     with nbviz.Run(tmp_path / "most") as run:
@@ -171,7 +157,7 @@ def test_most_of_a_layer_dead_is_a_warning_and_a_few_units_are_info(tmp_path, di
     assert (row["layer"], row["severity"], row["evidence"]["dead"]) == ("act1", "warning", 24)
 
     torch.manual_seed(0)
-    model = mlp(64, 32, 10)
+    model = named_mlp(64, 32, 10)
     with torch.no_grad():
         model.fc1.bias[:3].fill_(-10.0)  # 3 of 32
     with nbviz.Run(tmp_path / "few") as run:
@@ -188,7 +174,7 @@ def test_a_16_layer_sigmoid_mlp_has_vanishing_gradients(every, tmp_path):
     torch.manual_seed(0)
     x = torch.randn(256, 16)
     y = (x[:, 0] > 0).long()
-    model = mlp(16, *([32] * 15), 2, act=nn.Sigmoid)  # 16 linear layers
+    model = named_mlp(16, *([32] * 15), 2, act=nn.Sigmoid)  # 16 linear layers
     with nbviz.Run(tmp_path / "run") as run:
         train(run, model, x, y, every=every, steps=30)
         findings = run.diagnose()
@@ -206,9 +192,9 @@ def test_depth_checks_compare_layers_within_each_model_of_a_run(tmp_path):
     x = torch.randn(256, 16)
     y = (x[:, 0] > 0).long()
     models = {
-        "small": (mlp(16, 32, 2), 1e-5),
-        "deep": (mlp(16, *([32] * 15), 2, act=nn.Sigmoid), 1.0),
-        "healthy": (mlp(16, 64, 64, 2), 1.0),
+        "small": (named_mlp(16, 32, 2), 1e-5),
+        "deep": (named_mlp(16, *([32] * 15), 2, act=nn.Sigmoid), 1.0),
+        "healthy": (named_mlp(16, 64, 64, 2), 1.0),
     }
     opts = {name: torch.optim.SGD(m.parameters(), lr=0.1) for name, (m, _) in models.items()}
     with nbviz.Run(tmp_path / "run") as run:
@@ -267,7 +253,7 @@ def test_a_learning_rate_raised_past_stability_explodes_the_gradients(every, tmp
 def test_a_parameter_group_with_zero_learning_rate_is_stuck(every, tmp_path, digits):
     torch.manual_seed(0)
     xt, yt, _, _ = digits
-    model = mlp(64, 32, 32, 10)
+    model = named_mlp(64, 32, 32, 10)
     opt = torch.optim.SGD(
         [
             {"params": [*model.fc1.parameters(), *model.fc3.parameters()]},
@@ -288,7 +274,7 @@ def test_a_parameter_group_with_zero_learning_rate_is_stuck(every, tmp_path, dig
 def test_intentionally_frozen_parameters_are_info_not_a_warning(every, tmp_path, digits):
     torch.manual_seed(0)
     xt, yt, _, _ = digits
-    model = mlp(64, 32, 10)
+    model = named_mlp(64, 32, 10)
     model.fc1.requires_grad_(False)
     opt = torch.optim.SGD(model.fc2.parameters(), lr=0.1)
     with nbviz.Run(tmp_path / "run") as run:
@@ -350,7 +336,7 @@ def test_a_tiny_training_set_overfits_from_the_best_validation_step(every, tmp_p
     xt, yt, xv, yv = digits
     x, y = xt[:24], yt[:24].clone()
     y[::4] = (y[::4] + 1) % 10  # a quarter of the labels wrong: memorised, not learned
-    model = mlp(64, 256, 10)
+    model = named_mlp(64, 256, 10)
     with nbviz.Run(tmp_path / "run") as run:
         opt = torch.optim.Adam(model.parameters(), lr=3e-3)
         train(
@@ -370,7 +356,7 @@ def test_a_tiny_training_set_overfits_from_the_best_validation_step(every, tmp_p
 def test_a_loss_spike_is_found_at_its_step_and_minibatch_noise_is_not(every, tmp_path, digits):
     torch.manual_seed(0)
     xt, yt, _, _ = digits
-    model = mlp(64, 32, 10)
+    model = named_mlp(64, 32, 10)
     with nbviz.Run(tmp_path / "run") as run:
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         train(
@@ -390,7 +376,7 @@ def test_a_class_trained_under_another_label_is_mostly_wrong(every, tmp_path, di
     xt, yt, xv, yv = digits
     y = yt.clone()
     y[y == 3] = 5  # the model never sees a "3": validation threes come out as fives
-    model = mlp(64, 64, 10)
+    model = named_mlp(64, 64, 10)
     with nbviz.Run(tmp_path / "run", class_names=[str(i) for i in range(10)]) as run:
         opt = torch.optim.Adam(model.parameters(), lr=3e-3)
         train(
@@ -410,9 +396,7 @@ def test_format_findings_lists_worst_first_and_says_when_there_are_none(tmp_path
     assert "none" in format_findings(diagnose_empty(tmp_path))
     torch.manual_seed(0)
     xt, yt, _, _ = digits
-    model = mlp(64, 32, 10)
-    with torch.no_grad():
-        model.fc1.bias.fill_(-10.0)
+    model = dead_relu_mlp(64, 32, 10)
     with nbviz.Run(tmp_path / "run") as run:
         train(run, model, xt, yt, every=5, steps=20)
         text = format_findings(run.diagnose())
@@ -422,8 +406,7 @@ def test_format_findings_lists_worst_first_and_says_when_there_are_none(tmp_path
 
 
 def diagnose_empty(tmp_path):
-    with nbviz.Run(tmp_path / "empty") as run:
-        run.log(0, train_loss=1.0)
+    with loss_only_run(tmp_path / "empty") as run:
         return run.diagnose()
 
 
@@ -432,9 +415,7 @@ def test_nbviz_info_prints_the_findings(tmp_path, digits, capsys):
 
     torch.manual_seed(0)
     xt, yt, _, _ = digits
-    model = mlp(64, 32, 10)
-    with torch.no_grad():
-        model.fc1.bias.fill_(-10.0)
+    model = dead_relu_mlp(64, 32, 10)
     with nbviz.Run(tmp_path / "run") as run:
         train(run, model, xt, yt, every=5, steps=20)
     assert main(["info", str(tmp_path / "run")]) == 0

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import torch
-from torch import nn
+from training import dead_relu_mlp, fit, named_mlp, sgd_step
 
 import nbviz
 from nbviz.widgets.health import badges_of
@@ -15,23 +15,11 @@ from nbviz.widgets.health import badges_of
 def dead_relu_run(path: Path) -> nbviz.Run:
     """A small MLP whose first ReLU never fires (bias -10), trained 30 steps."""
     torch.manual_seed(0)
-    model = nn.Sequential()
-    model.add_module("fc1", nn.Linear(16, 32))
-    model.add_module("act1", nn.ReLU())
-    model.add_module("fc2", nn.Linear(32, 4))
-    with torch.no_grad():
-        model.fc1.bias.fill_(-10.0)
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    model = dead_relu_mlp(16, 32, 4)
     x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
     run = nbviz.Run(path)
     run.watch(model, every=1)
-    for step in range(30):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        run.log(step, train_loss=loss)
-    run.flush()
+    fit(run, model, [(x, y)] * 30, lr=0.05)
     return run
 
 
@@ -79,12 +67,7 @@ def test_a_healthy_run_reports_no_warnings(demo_run) -> None:
 def lr_spike_run(path: Path) -> nbviz.Run:
     """A small ReLU MLP at lr=10: the loss blows up and a ReLU layer dies."""
     torch.manual_seed(0)
-    model = nn.Sequential()
-    model.add_module("fc1", nn.Linear(16, 32))
-    model.add_module("act1", nn.ReLU())
-    model.add_module("fc2", nn.Linear(32, 32))
-    model.add_module("act2", nn.ReLU())
-    model.add_module("fc3", nn.Linear(32, 4))
+    model = named_mlp(16, 32, 32, 4)
     opt = torch.optim.SGD(model.parameters(), lr=10.0)
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(256, 16, generator=g), torch.randint(0, 4, (256,), generator=g)
@@ -92,11 +75,7 @@ def lr_spike_run(path: Path) -> nbviz.Run:
     run.watch(model, every=1, optimizer=opt)
     for step in range(40):
         idx = torch.randint(0, 256, (64,), generator=g)
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
-        loss.backward()
-        opt.step()
-        run.log(step, train_loss=loss)
+        run.log(step, train_loss=sgd_step(model, opt, x[idx], y[idx]))
     run.flush()
     return run
 

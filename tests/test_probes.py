@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from training import fit, random_batches, sgd_step
 
 import nbviz
 
@@ -146,18 +147,12 @@ def logits_of(out):
     return out
 
 
-def batches(n_steps: int, seed: int = 0, batch: int = 8):
-    g = torch.Generator().manual_seed(seed)
-    for _ in range(n_steps):
-        yield torch.randn(batch, 12, generator=g), torch.randint(0, 5, (batch,), generator=g)
-
-
 def train(model, n_steps, run=None, seed=0, **watch):
     """Train ``model`` for ``n_steps``; returns per-step outputs and parameter gradients."""
     probe = run.watch(model, **watch) if run is not None else None
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     outputs, grads = [], []
-    for step, (x, y) in enumerate(batches(n_steps, seed)):
+    for step, (x, y) in enumerate(random_batches(n_steps, seed)):
         torch.manual_seed(1000 + step)  # dropout masks identical with and without a probe
         opt.zero_grad()
         out = logits_of(model(x))
@@ -217,7 +212,7 @@ def test_close_removes_every_hook(kind, tmp_path):
         probe = run.watch(model, every=2, optimizer=opt)
         assert _hook_count(model) > before
         train_steps = 0
-        for x, y in batches(3):
+        for x, y in random_batches(3):
             opt.zero_grad()
             nn.functional.cross_entropy(logits_of(model(x)), y).backward()
             opt.step()
@@ -309,10 +304,8 @@ def test_eval_passes_do_not_count_as_training_steps(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with nbviz.Run(tmp_path / "run") as run:
         probe = run.watch(model, every=1)
-        for step, (x, y) in enumerate(batches(4)):
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
+        for step, (x, y) in enumerate(random_batches(4)):
+            sgd_step(model, opt, x, y)
             run.log(step, train_loss=1.0)
             with torch.no_grad():
                 model(torch.full((64, 12), 100.0))  # would dominate the stats if recorded
@@ -333,10 +326,8 @@ def test_steps_follow_the_numbers_given_to_log(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with nbviz.Run(tmp_path / "run") as run:
         run.watch(model, every=10)
-        for step, (x, y) in zip(range(100, 135), batches(35), strict=False):
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
+        for step, (x, y) in zip(range(100, 135), random_batches(35), strict=False):
+            sgd_step(model, opt, x, y)
             run.log(step, train_loss=1.0)
         run.flush()
         assert list(run.steps("activation")) == [100, 110, 120, 130]
@@ -349,7 +340,7 @@ def test_gradient_accumulation_counts_optimizer_steps(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with nbviz.Run(tmp_path / "run") as run:
         probe = run.watch(model, every=1, optimizer=opt)
-        data = list(batches(12))
+        data = list(random_batches(12))
         for step in range(4):
             opt.zero_grad()
             for x, y in data[3 * step : 3 * step + 3]:  # 3 micro-batches per step
@@ -377,10 +368,8 @@ def test_logged_numbers_take_over_from_an_extra_training_pass(tmp_path):
         check = nn.functional.cross_entropy(model(torch.randn(4, 12)), torch.tensor([0, 1, 2, 3]))
         check.backward()
         opt.zero_grad()
-        for step, (x, y) in enumerate(batches(11)):
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
+        for step, (x, y) in enumerate(random_batches(11)):
+            sgd_step(model, opt, x, y)
             run.log(step, train_loss=1.0)
             weights[step] = float(model[0].weight.detach().norm())
         run.flush()
@@ -425,25 +414,13 @@ class NanAtCall(nn.Module):
         return x if self.dtype is None else x.to(self.dtype)
 
 
-def fit(run: nbviz.Run, model: nn.Module, n_steps: int) -> None:
-    """Plain SGD on ``batches``, logging each step's loss."""
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    for step, (x, y) in enumerate(batches(n_steps)):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        run.log(step, train_loss=loss)
-    run.flush()
-
-
 def test_nan_is_reported_at_the_exact_step_and_layer(tmp_path, read_path):
     torch.manual_seed(0)
     poison = NanAtCall(14)  # the 14th training forward: step 13
     model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), poison, nn.Linear(16, 5))
     with nbviz.Run(tmp_path / "run") as run:
         run.watch(model, every=10, layers=["0", "1", "2", "3"])
-        fit(run, model, 20)
+        fit(run, model, random_batches(20))
         events = run.events("nonfinite")
     activation = events[events["signal"] == "activation"]
     first = activation.sort_values(["step", "layer"]).iloc[0]
@@ -472,7 +449,7 @@ def test_narrow_float_outputs_are_watched_and_their_nan_is_found(tmp_path, dtype
     model = nn.Sequential(nn.Linear(12, 16), narrow, back, nn.Linear(16, 5))
     with nbviz.Run(tmp_path / "run") as run:
         run.watch(model, every=5)  # step 7 is not a capture step
-        fit(run, model, 12)
+        fit(run, model, random_batches(12))
         narrow = run.stats("activation", layer="1", steps=0).iloc[0]
         events = run.events("nonfinite")
     assert narrow["count"] == 8 * 16
@@ -525,7 +502,7 @@ def test_nonfinite_weights_and_gradients_are_counted_not_propagated(tmp_path, re
             grad[1, 0] = float("inf")
             return grad
 
-        for step, (x, y) in enumerate(batches(3)):
+        for step, (x, y) in enumerate(random_batches(3)):
             opt.zero_grad()
             handle = model[4].weight.register_hook(poison) if step == 2 else None
             nn.functional.cross_entropy(model(x), y).backward()
@@ -551,7 +528,7 @@ def test_memory_stays_flat_over_2000_steps(tmp_path):
     torch.manual_seed(0)
     model = mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = next(batches(1))
+    x, y = next(random_batches(1))
 
     def rss_mb() -> float:
         with open("/proc/self/statm") as f:
@@ -561,11 +538,7 @@ def test_memory_stays_flat_over_2000_steps(tmp_path):
         probe = run.watch(model, every=10)
         marks = {}
         for step in range(2000):
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            run.log(step, train_loss=loss)
+            run.log(step, train_loss=sgd_step(model, opt, x, y))
             if step in (499, 1999):
                 run.flush()
                 gc.collect()
@@ -789,10 +762,8 @@ def test_compiled_model_records_weights_and_parameter_gradients(tmp_path):
     with nbviz.Run(tmp_path / "run") as run:
         probe = run.watch(model, every=1)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        for step, (x, y) in enumerate(batches(3)):
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
+        for step, (x, y) in enumerate(random_batches(3)):
+            sgd_step(model, opt, x, y)
             run.log(step, train_loss=1.0)
         probe.close()
         assert "torch.compile" in " ".join(probe.notes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -205,14 +206,20 @@ def test_bad_arguments_are_named() -> None:
         profile_step(object(), lambda: None)
 
 
-def test_profile_is_stored_in_the_run_and_read_back_after_reopening(tmp_path: Path) -> None:
+def trained_run(path: Path, width: int, batch: int, steps: int) -> tuple[Net, Callable, nbviz.Run]:
+    """A Net trained ``steps`` steps into a run at ``path`` (a falling loss logged)."""
     torch.manual_seed(0)
-    model = Net(width=192)
-    step = make_step(model, 64)
-    run = nbviz.Run(tmp_path / "run")
-    for s in range(3):
+    model = Net(width=width)
+    step = make_step(model, batch)
+    run = nbviz.Run(path)
+    for s in range(steps):
         step()
         run.log(s, train_loss=1.0 / (s + 1))
+    return model, step, run
+
+
+def test_profile_is_stored_in_the_run_and_read_back_after_reopening(tmp_path: Path) -> None:
+    model, step, run = trained_run(tmp_path / "run", width=192, batch=64, steps=3)
     result = run.profile(model, step, steps=2, warmup=0, wait=0, baseline=1)
     assert result.step == 2  # the last logged step
     run.profile(model, step, step=7, steps=2, warmup=0, wait=0, baseline=0, keep_trace=False)
@@ -281,13 +288,7 @@ def test_profiler_widget_without_a_run_and_empty_run(tmp_path: Path) -> None:
 
 
 def test_dashboard_shows_the_profile_at_the_scrubbed_step(tmp_path: Path) -> None:
-    torch.manual_seed(0)
-    model = Net(width=64)
-    step = make_step(model, 16)
-    run = nbviz.Run(tmp_path / "run")
-    for s in range(10):
-        step()
-        run.log(s, train_loss=1.0 / (s + 1))
+    model, step, run = trained_run(tmp_path / "run", width=64, batch=16, steps=10)
     for at in (3, 8):
         run.profile(model, step, step=at, steps=1, warmup=0, wait=0, baseline=0)
     dash = nbviz.Dashboard(run, live=False)

@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 from torch import nn
+from training import fit, random_batches
 
 import nbviz
 from nbviz.probes import finite
@@ -14,22 +15,9 @@ from nbviz.probes import finite
 BAD_STEP = 7
 
 
-def batches(n: int, seed: int = 0):
-    g = torch.Generator().manual_seed(seed)
-    for _ in range(n):
-        yield torch.randn(8, 12, generator=g), torch.randint(0, 5, (8,), generator=g)
-
-
 def train(model: nn.Module, run: nbviz.Run, steps: int = 12, **watch) -> None:
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
     run.watch(model, every=10, **watch)
-    for step, (x, y) in enumerate(batches(steps)):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        run.log(step, train_loss=loss)
-    run.flush()
+    fit(run, model, random_batches(steps))
 
 
 def first_events(run: nbviz.Run, signal: str) -> dict[str, int]:
@@ -185,7 +173,7 @@ def _reads_per_step(model: nn.Module, steps: int, autocast: bool, monkeypatch, t
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with nbviz.Run(tmp_path / f"run{autocast}") as run:
         run.watch(model, every=1000)
-        for step, (x, y) in enumerate(batches(steps + 1)):
+        for step, (x, y) in enumerate(random_batches(steps + 1)):
             if step == 1:
                 calls.clear()  # step 0 is a capture
             opt.zero_grad()

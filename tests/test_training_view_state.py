@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import traitlets
+from training import loss_only_run
 
 import nbviz
 from nbviz.widgets.base import array_from_payload
@@ -153,9 +154,7 @@ def test_dashboard_links_every_view_to_the_scrubber(demo_run) -> None:
 
 
 def test_dashboard_of_an_empty_run_says_what_is_missing(tmp_path: Path) -> None:
-    run = nbviz.Run(tmp_path / "empty")
-    run.log(0, train_loss=1.0)
-    run.flush()
+    run = loss_only_run(tmp_path / "empty")
     dash = nbviz.Dashboard(run, live=False)
     assert list(dash.views) == ["loss_curves", "health"]  # a verdict reads the loss alone
     assert any("LayerBrowser: no captures" in note for note in dash.notes)

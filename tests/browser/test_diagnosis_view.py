@@ -3,24 +3,14 @@ the findings that follow from it, and a point of the DataMap opening its sample.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 import torch
 from playwright.sync_api import expect
-from torch import nn
+from training import named_mlp, sgd_step
 
 import nbviz
-
-
-def mlp(*sizes: int) -> nn.Sequential:
-    layers: list[tuple[str, nn.Module]] = []
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True), start=1):
-        layers.append((f"fc{i}", nn.Linear(a, b)))
-        if i < len(sizes) - 1:
-            layers.append((f"act{i}", nn.ReLU()))
-    return nn.Sequential(OrderedDict(layers))
 
 
 def spike_run(path: Path) -> Path:
@@ -30,18 +20,14 @@ def spike_run(path: Path) -> Path:
     d = load_digits(seed=0)
     x, y = torch.from_numpy(d.x_train).flatten(1), torch.from_numpy(d.y_train)
     torch.manual_seed(0)
-    model = mlp(64, 64, 32, 10)
+    model = named_mlp(64, 64, 32, 10)
     opt = torch.optim.SGD(model.parameters(), lr=10.0)
     gen = torch.Generator().manual_seed(1)
     with nbviz.Run(path) as run:
         run.watch(model, every=5, optimizer=opt)
         for step in range(80):
             idx = torch.randint(0, len(y), (64,), generator=gen)
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
-            loss.backward()
-            opt.step()
-            run.log(step, train_loss=loss)
+            run.log(step, train_loss=sgd_step(model, opt, x[idx], y[idx]))
     return path
 
 
@@ -55,7 +41,7 @@ def noisy_run(path: Path) -> tuple[Path, np.ndarray]:
     flipped = rng.choice(len(y), int(0.15 * len(y)), replace=False)
     y[flipped] = torch.from_numpy((y[flipped].numpy() + rng.integers(1, 10, len(flipped))) % 10)
     torch.manual_seed(0)
-    model = mlp(64, 64, 10)
+    model = named_mlp(64, 64, 10)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     gen = torch.Generator().manual_seed(1)
     with nbviz.Run(path, class_names=[str(i) for i in range(10)]) as run:
@@ -64,11 +50,7 @@ def noisy_run(path: Path) -> tuple[Path, np.ndarray]:
         step = 0
         for _ in range(10):
             for idx in torch.randperm(len(y), generator=gen).split(64):
-                opt.zero_grad()
-                loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
-                loss.backward()
-                opt.step()
-                run.log(step, train_loss=loss)
+                run.log(step, train_loss=sgd_step(model, opt, x[idx], y[idx]))
                 step += 1
             run.evaluate(step - 1, model, [(x, y)], split="train", samples=False)
     return path, flipped

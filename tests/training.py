@@ -1,0 +1,80 @@
+"""Small models and training loops the tests share: real torch, a few steps, a real run.
+
+Each helper is the standard loop a user writes (forward, backward,
+``optimizer.step()``, ``run.log(step, train_loss=...)``), so a test reads as what
+it checks rather than as the loop.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import torch
+from torch import nn
+
+import nbviz
+
+Batch = tuple[torch.Tensor, torch.Tensor]
+
+
+def random_batches(
+    n: int, seed: int = 0, batch: int = 8, features: int = 12, classes: int = 5
+) -> Iterator[Batch]:
+    """``n`` batches of Gaussian inputs and uniform labels from one seeded generator."""
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(n):
+        yield (
+            torch.randn(batch, features, generator=g),
+            torch.randint(0, classes, (batch,), generator=g),
+        )
+
+
+def named_mlp(*sizes: int, act: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+    """``fc1, act1, fc2, act2, ..., fcN``: named layers, no activation after the last."""
+    layers: list[tuple[str, nn.Module]] = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True), start=1):
+        layers.append((f"fc{i}", nn.Linear(a, b)))
+        if i < len(sizes) - 1:
+            layers.append((f"act{i}", act()))
+    return nn.Sequential(OrderedDict(layers))
+
+
+def dead_relu_mlp(*sizes: int) -> nn.Sequential:
+    """``named_mlp`` whose first ReLU never fires: fc1's bias is -10."""
+    model = named_mlp(*sizes)
+    with torch.no_grad():
+        model.fc1.bias.fill_(-10.0)
+    return model
+
+
+def sgd_step(
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = nn.functional.cross_entropy,
+) -> torch.Tensor:
+    """One training step: zero_grad, forward, loss, backward, optimizer step; the loss."""
+    opt.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def fit(run: nbviz.Run, model: nn.Module, batches: Iterable[Batch], lr: float = 0.01) -> None:
+    """Plain SGD over ``batches`` (step = index), logging each step's loss; then flush."""
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    for step, (x, y) in enumerate(batches):
+        run.log(step, train_loss=sgd_step(model, opt, x, y))
+    run.flush()
+
+
+def loss_only_run(path: Path) -> nbviz.Run:
+    """A run that logged one training loss and nothing else (no captures, no predictions)."""
+    run = nbviz.Run(path)
+    run.log(0, train_loss=1.0)
+    run.flush()
+    return run
