@@ -2,8 +2,8 @@
 
 Workloads (``reference_models.py``; synthetic data, CPU): an MNIST-style CNN
 (batch 64) and an MLP 784-512-512-512-10 (batch 256), both with SGD; a GPT-style
-causal language model of 4 pre-norm blocks (batch 16 x 64 tokens) and an
-``nn.TransformerEncoder`` text classifier (batch 32 x 64 tokens), both with AdamW.
+causal language model of 4 pre-norm blocks (batch 8 x 64 tokens) and an
+``nn.TransformerEncoder`` text classifier (batch 16 x 64 tokens), both with AdamW.
 
     python benchmarks/probe_overhead.py [--method blocks|steps|both] [--blocks 12]
         [--seconds 60] [--steps 100] [--warmup 60] [--models CNN GPT] [--quick]

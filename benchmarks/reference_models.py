@@ -253,10 +253,10 @@ class Workload:
 WORKLOADS: dict[str, Workload] = {
     "CNN": Workload(reference_cnn, 64, _images, F.cross_entropy, _sgd),
     "MLP": Workload(reference_mlp, 256, _images, F.cross_entropy, _sgd),
-    "GPT": Workload(GPT, 16, _lm_batch, next_token_loss, _adamw),
+    "GPT": Workload(GPT, 8, _lm_batch, next_token_loss, _adamw),
     "Encoder": Workload(
         EncoderClassifier,
-        32,
+        16,
         lambda gen, n: classified_tokens(gen, n, 64, 512),
         F.cross_entropy,
         _adamw,
