@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,6 +201,7 @@ def groups(only_nbviz: bool) -> list[Group]:
 def measure(model: str, group: Group, method: str, args: argparse.Namespace) -> Ratios:
     """One group on one workload, by ``method`` ("blocks" or "steps")."""
     tools = {k: v for k, v in group.tools.items() if v is not None}
+    print(f"  {model}: {', '.join(tools)} ({method})", file=sys.stderr, flush=True)
     with scratch("nbviz-overhead-") as tmp, contextlib.ExitStack() as stack:
         base, *watched = open_loops(
             WORKLOADS[model],
