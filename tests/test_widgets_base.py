@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import numpy as np
 import pytest
 import traitlets
@@ -120,39 +117,3 @@ def test_status_message_state() -> None:
     assert state["dismissed"] is False
     with pytest.raises(traitlets.TraitError):
         StatusMessage("x", kind="loud")
-
-
-def _widget_imports() -> dict[str, set[str]]:
-    """Which modules of nbviz.widgets each one imports, at the top or inside a function."""
-    folder = Path(base.__file__).parent
-    names = {p.stem for p in folder.glob("*.py")} - {"__init__"}
-    graph: dict[str, set[str]] = {}
-    for name in names:
-        deps: set[str] = set()
-        for node in ast.walk(ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module == "nbviz.widgets":
-                deps |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                deps.add(node.module.removeprefix("nbviz.widgets.").partition(".")[0])
-            elif isinstance(node, ast.Import):
-                deps |= {a.name.removeprefix("nbviz.widgets.") for a in node.names}
-        graph[name] = (deps & names) - {name}
-    return graph
-
-
-def test_widget_modules_import_one_another_without_a_circle() -> None:
-    graph = _widget_imports()
-    assert "export" in graph["base"], "the graph reads the imports"
-    done: set[str] = set()
-
-    def visit(name: str, path: tuple[str, ...]) -> None:
-        if name in path:
-            circle = path[path.index(name) :] + (name,)
-            raise AssertionError("import circle: " + " -> ".join(circle))
-        if name not in done:
-            for dep in sorted(graph[name]):
-                visit(dep, path + (name,))
-            done.add(name)
-
-    for name in sorted(graph):
-        visit(name, ())

@@ -459,7 +459,7 @@ def create_or_open(path: Path | str) -> sqlite3.Connection:
 
 def _nbviz_version() -> str:
     try:
-        from nbviz import __version__
+        from nbviz._version import __version__
     except ImportError:  # pragma: no cover - the store used on its own
         return "unknown"
     return str(__version__)

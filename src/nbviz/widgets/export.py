@@ -34,7 +34,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from nbviz import __version__
+from nbviz._version import __version__
 from nbviz.widgets.answer_plans import (
     MAX_GALLERY_PAGES,
     Recording,
