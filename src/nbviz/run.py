@@ -8,7 +8,9 @@ follows a run another process is still writing.
 This is the facade: reading is :class:`nbviz.store.Reader`'s, and what the
 recording methods do beyond ``log`` is in :mod:`nbviz.recording` (one module
 per concept: rows of what is logged, evaluation, capture, profile, ranks,
-watched models).
+watched models). It is longer than most modules because it is the public API:
+most of its lines are the docstrings of the methods a user calls, each body a
+few lines handing over to the module that does the work.
 """
 
 from __future__ import annotations
