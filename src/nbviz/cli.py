@@ -23,12 +23,14 @@ def _info(args: argparse.Namespace) -> int:
 
     try:
         with open_run(args.run) as run:
+            findings = False
             if not args.no_findings:  # the verdict first: what is broken, then the details
                 from nbviz.analysis.triage import triage, verdict_text
 
-                print(verdict_text(triage(run)))
+                findings = run.diagnose()
+                print(verdict_text(triage(run, findings)))
                 print()
-            print(run_summary(run, findings=not args.no_findings))
+            print(run_summary(run, findings=findings))
     except RunFileError as exc:
         from nbviz.store.inspect import describe_failure
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from nbviz.run import RunView
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _fmt(value: float) -> str:
@@ -16,8 +20,12 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
-def run_summary(run: RunView, findings: bool = True) -> str:
-    """What the run holds: model, config, scalars, probe captures, evaluations, findings."""
+def run_summary(run: RunView, findings: bool | pd.DataFrame = True) -> str:
+    """What the run holds: model, config, scalars, probe captures, evaluations, findings.
+
+    ``findings``: True to diagnose the run here, a frame from ``run.diagnose()`` to
+    print (a caller that diagnosed already), or False for none.
+    """
     lines = [f"nbviz run: {run.name}  ({run.path})"]
     created = run.meta("created")
     if created:
@@ -63,9 +71,9 @@ def run_summary(run: RunView, findings: bool = True) -> str:
             f"evaluations ({split}): {len(steps)}, last at step {steps[-1]} on {len(last)} "
             f"samples, accuracy {_fmt(acc)}"
         )
-    if findings:
+    if findings is not False:
         from nbviz.analysis.diagnose import format_findings
 
         lines.append("")
-        lines.append(format_findings(run.diagnose()))
+        lines.append(format_findings(run.diagnose() if findings is True else findings))
     return "\n".join(lines)
