@@ -54,6 +54,7 @@ from typing import Any
 
 import torch
 from harness import (
+    CLOCKS,
     Hooks,
     Ratios,
     Table,
@@ -66,6 +67,7 @@ from harness import (
     rotating_blocks,
     scratch,
     uninstrumented,
+    use_clock,
 )
 from reference_models import WORKLOADS
 from torch import nn
@@ -228,7 +230,9 @@ def report(method: str, models: list[str], measured: dict[str, list[Ratios]], ar
         f"\nstep time / uninstrumented, method {method!r}: median [quartiles] of block ratios, "
         f"blocks of {args.steps} steps, {how}; at least {args.blocks} rounds and "
         f"{args.seconds:g} s per group, after {args.warmup} warm-up steps; "
-        f"torch threads {torch.get_num_threads()}\n"
+        f"torch threads {torch.get_num_threads()}; timed by "
+        + ("wall clock" if args.clock == "wall" else "this process's CPU time, all threads")
+        + "\n"
     )
     table = Table(["configuration", *models], [33] + [22] * len(models))
     names = [name for ratios in measured[models[0]] for name in ratios.ratios]
@@ -278,6 +282,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--only-nbviz", action="store_true", help="skip TensorBoard and wandb")
     parser.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="wall",
+        help="time blocks by wall clock (default) or by this process's CPU time (all its "
+        "threads, the writer's included): steadier on a machine busy with other work",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="a smoke run: 2 rounds of 10 steps after 5 warm-up steps, no minimum time",
@@ -287,6 +298,7 @@ def main(argv: list[str] | None = None) -> None:
         args.blocks, args.steps, args.warmup, args.seconds = 2, 10, 5, 0.0
     if args.threads:
         torch.set_num_threads(args.threads)
+    use_clock(args.clock)
     chosen = groups(args.only_nbviz)
     methods = ["blocks", "steps"] if args.method == "both" else [args.method]
     for method in methods:
