@@ -23,3 +23,17 @@ def demo_run(demo_run_path: Path):
     run = nbviz.open_run(demo_run_path)
     yield run
     run.close()
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One intra-op thread for a module of tiny models: the machine's cores are shared.
+
+    Use with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
