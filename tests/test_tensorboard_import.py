@@ -89,35 +89,20 @@ def _tensorboard_buckets(logdir: Path, tag: str) -> dict[int, tuple[np.ndarray, 
     return out
 
 
-def test_unequal_bins_are_kept_exactly(logdir, tmp_path):
-    """torch's default bins ("tensorflow") are exponential: run.histogram returns them as logged."""
+def test_unequal_bins_are_rebinned_keeping_every_count_in_place(logdir, tmp_path):
+    """torch's default bins ("tensorflow") are exponential: re-binned, each bucket's mass kept.
+
+    Within a source bucket the mass is spread evenly (TensorBoard's own display rule), so
+    the stored cumulative counts equal TensorBoard's, interpolated, up to rounding.
+    """
     run = nbviz.from_tensorboard(logdir, tmp_path / "run")
+    assert any("grads/fc1.weight" in n for n in run.meta("import_notes"))
     source = _tensorboard_buckets(logdir, "grads/fc1.weight")
     assert sorted(source) == list(STEPS)
     for step in STEPS:
         tb_edges, tb_counts = source[step]
         assert not np.allclose(np.diff(tb_edges), np.diff(tb_edges)[0])  # really unequal
         edges, counts = run.histogram("fc1.weight", "gradient", step)
-        np.testing.assert_array_equal(edges, tb_edges)
-        np.testing.assert_array_equal(counts, tb_counts)
-        assert counts.dtype == np.int64
-
-
-def test_views_draw_unequal_bins_rebinned_keeping_every_count_in_place(logdir, tmp_path):
-    """What the Histograms view reads: uniform bins per step, each source bucket's mass kept.
-
-    Within a source bucket the mass is spread evenly (TensorBoard's own display rule), so
-    the drawn cumulative counts equal TensorBoard's, interpolated, up to rounding.
-    """
-    run = nbviz.from_tensorboard(logdir, tmp_path / "run")
-    assert any("grads/fc1.weight" in n for n in run.meta("import_notes"))
-    source = _tensorboard_buckets(logdir, "grads/fc1.weight")
-    rows = run.histogram_rows("fc1.weight", "gradient")
-    assert rows.steps.tolist() == list(STEPS)
-    for i, step in enumerate(STEPS):
-        tb_edges, tb_counts = source[step]
-        counts = rows.counts[i]
-        edges = np.linspace(rows.lo[i], rows.hi[i], len(counts) + 1)
         assert counts.sum() == tb_counts.sum() == 500
         assert (edges[0], edges[-1]) == (tb_edges[0], tb_edges[-1])
         stored = np.concatenate([[0], np.cumsum(counts)])
@@ -290,25 +275,3 @@ def test_without_tensorboard_the_error_names_the_extra(logdir):
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     ).stdout
     assert "pip install 'nbviz[tensorboard]'" in out
-
-
-def test_damaged_stored_bins_are_a_clear_error_not_wrong_values(logdir, tmp_path):
-    import sqlite3
-
-    from nbviz.store import RunFileError
-
-    nbviz.from_tensorboard(logdir, tmp_path / "run").close()
-    conn = sqlite3.connect(tmp_path / "run" / "run.sqlite")
-    with conn:
-        conn.execute("UPDATE histogram_bins SET edges = x'0102' WHERE step = ?", (STEPS[0],))
-        (edges,) = conn.execute(
-            "SELECT edges FROM histogram_bins WHERE step = ?", (STEPS[1],)
-        ).fetchone()
-        backwards = np.frombuffer(edges, "<f8")[::-1].tobytes()
-        conn.execute("UPDATE histogram_bins SET edges = ? WHERE step = ?", (backwards, STEPS[1]))
-    conn.close()
-    run = nbviz.open_run(tmp_path / "run")
-    with pytest.raises(RunFileError, match=f"'fc1.weight'/gradient at step {STEPS[0]} hold"):
-        run.histogram("fc1.weight", "gradient", STEPS[0])
-    with pytest.raises(RunFileError, match=f"at step {STEPS[1]} are not increasing"):
-        run.histogram("fc1.weight", "gradient", STEPS[1])

@@ -182,25 +182,15 @@ def _write_histograms(
         if not keep:
             notes.append(
                 f"histogram {tag!r}: TensorBoard's bins are not uniform (or change in number "
-                f"from step to step); the views draw them re-binned onto {n} uniform bins "
-                "per step, and run.histogram() returns the log's own bins"
+                f"from step to step); re-binned onto {n} uniform bins per step"
             )
-        rows, own_bins = [], []
+        rows = []
         for step in sorted(by_step):
             h = by_step[step]
             if keep:
                 counts = rebin.integer_counts(np.concatenate([[0.0], np.cumsum(h.counts)]))
             else:
                 counts = rebin.uniform(h.edges, h.counts, n)
-                own_bins.append(
-                    (
-                        layer,
-                        signal,
-                        step,
-                        np.asarray(h.edges, dtype="<f8").tobytes(),
-                        np.asarray(h.counts, dtype="<f8").tobytes(),
-                    )
-                )
             rows.append(
                 (
                     step,
@@ -215,8 +205,6 @@ def _write_histograms(
                 )
             )
         writer.insert("histograms", rows)
-        if own_bins:
-            writer.insert("histogram_bins", own_bins)
 
 
 def _write_images(writer: Writer, images: dict[str, dict[int, list[np.ndarray]]]) -> None:

@@ -35,18 +35,8 @@ class HistogramQueries(ReaderBase):
     """One layer's histogram at a step, over a range of steps, or every layer's at a step."""
 
     def histogram(self, layer: str, signal: str, step: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(edges, counts)`` of one layer's histogram: n + 1 float64 edges, n int64 counts.
-
-        A histogram imported with unequal bins comes back with its own edges (and
-        its counts as float64 where they are not whole numbers).
-        """
+        """``(edges, counts)`` of one layer's histogram: n + 1 float64 edges, n int64 counts."""
         self._check_signal(signal)
-        own = self._row(
-            "SELECT edges, counts FROM histogram_bins WHERE layer = ? AND signal = ? AND step = ?",
-            (layer, signal, int(step)),
-        )
-        if own is not None:
-            return _own_bins(layer, signal, int(step), *own)
         row = self._row(
             "SELECT lo, hi, counts FROM histograms WHERE step = ? AND signal = ? AND layer = ?",
             (int(step), signal, layer),
@@ -141,22 +131,3 @@ class HistogramQueries(ReaderBase):
         )
         out["counts"] = [int64_blob(r[7]) for r in rows]
         return out
-
-
-def _own_bins(
-    layer: str, signal: str, step: int, edges: bytes, counts: bytes
-) -> tuple[np.ndarray, np.ndarray]:
-    """A ``histogram_bins`` row as ``(edges, counts)``, checked for shape and order."""
-    if len(edges) % 8 or len(counts) % 8 or len(edges) != len(counts) + 8:
-        raise StoredValueError(
-            f"the bins of {layer!r}/{signal} at step {step} hold {len(edges)} bytes of edges "
-            f"and {len(counts)} bytes of counts; expected n + 1 and n float64 values"
-        )
-    e = np.frombuffer(edges, dtype="<f8").astype(np.float64)
-    c = np.frombuffer(counts, dtype="<f8").astype(np.float64)
-    if len(c) == 0 or not (np.all(np.isfinite(e)) and np.all(np.diff(e) >= 0)):
-        raise StoredValueError(
-            f"the bins of {layer!r}/{signal} at step {step} are not increasing finite edges"
-        )
-    whole = np.all(np.isfinite(c)) and np.all(c == np.round(c)) and np.all(np.abs(c) < 2**53)
-    return e, (c.astype(np.int64) if whole else c)

@@ -25,10 +25,6 @@ Conventions the tables rely on:
   the forward order): ``summary`` is JSON (output shape and statistics),
   ``units`` little-endian float32 (one mean per unit), ``maps`` little-endian
   float16 feature maps of shape ``maps_shape`` (channels, H, W), or NULL.
-- ``histogram_bins`` keeps a histogram's own bins where they are not n uniform
-  bins (a TensorBoard log's exponential buckets): ``edges`` little-endian float64
-  (n + 1), ``counts`` little-endian float64 (n). The ``histograms`` row at the same
-  key holds those counts re-binned onto uniform bins, which the views draw.
 - SQLite stores a NaN REAL as NULL; readers turn NULL back into NaN.
 """
 
@@ -63,7 +59,7 @@ __all__ = [
     "read_schema_version",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 2
 SIGNALS = ("activation", "gradient", "weight", "update")
 
 # Column order of every table: the order of the tuples handed to Writer.insert.
@@ -135,7 +131,6 @@ TABLES: dict[str, tuple[str, ...]] = {
         "maps",
         "maps_shape",
     ),
-    "histogram_bins": ("layer", "signal", "step", "edges", "counts"),
 }
 
 _CAPTURES_DDL = """CREATE TABLE IF NOT EXISTS captures(
@@ -143,11 +138,6 @@ _CAPTURES_DDL = """CREATE TABLE IF NOT EXISTS captures(
         position INTEGER NOT NULL, layer TEXT NOT NULL, type TEXT, summary TEXT NOT NULL,
         units BLOB, maps BLOB, maps_shape TEXT,
         PRIMARY KEY(split, id, step, layer))"""
-
-_HISTOGRAM_BINS_DDL = """CREATE TABLE IF NOT EXISTS histogram_bins(
-        layer TEXT NOT NULL, signal TEXT NOT NULL, step INTEGER NOT NULL,
-        edges BLOB NOT NULL, counts BLOB NOT NULL,
-        PRIMARY KEY(layer, signal, step))"""
 
 # Tables with small rows cluster on their natural key (WITHOUT ROWID). Tables
 # whose rows carry blobs keep a rowid: SQLite advises against WITHOUT ROWID for
@@ -205,7 +195,6 @@ DDL: tuple[str, ...] = (
         step INTEGER NOT NULL, name TEXT NOT NULL, payload TEXT,
         PRIMARY KEY(step, name)) WITHOUT ROWID""",
     _CAPTURES_DDL,
-    _HISTOGRAM_BINS_DDL,
 )
 
 
@@ -216,22 +205,13 @@ def _add_captures(conn: sqlite3.Connection) -> None:
     conn.execute(_CAPTURES_DDL)
 
 
-def _add_histogram_bins(conn: sqlite3.Connection) -> None:
-    """Schema 2 -> 3: the ``histogram_bins`` table (a histogram's own unequal bins)."""
-    conn.execute(_HISTOGRAM_BINS_DDL)
-
-
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    1: _add_captures,
-    2: _add_histogram_bins,
-}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _add_captures}
 
 
 #: The DDL of each schema version this nbviz reads: what a run of that version holds.
 DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
-    1: tuple(d for d in DDL if d not in (_CAPTURES_DDL, _HISTOGRAM_BINS_DDL)),
-    2: tuple(d for d in DDL if d is not _HISTOGRAM_BINS_DDL),
-    3: DDL,
+    1: tuple(d for d in DDL if d is not _CAPTURES_DDL),
+    2: DDL,
 }
 
 _NOT_A_RUN = "open a run directory that nbviz recorded"

@@ -39,7 +39,6 @@ __all__ = ["Writer", "WriterError"]
 _BULKY = frozenset(
     {
         "histograms",
-        "histogram_bins",
         "unit_stats",
         "probabilities",
         "samples",
