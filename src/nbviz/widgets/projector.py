@@ -397,10 +397,10 @@ class EmbeddingProjector(LiveView):
 
 EmbeddingProjector._css = view_css(
     """
-.nbviz-projector-stage { position: relative; width: 100%; height: 460px;
+.nbviz-projector-stage { position: relative; width: 100%; height: 460px; box-sizing: border-box;
   border: 1px solid var(--jp-border-color2, #e0e0e0); border-radius: 4px; overflow: hidden;
   background: var(--jp-layout-color1, #fff); }
-.nbviz-projector-stage canvas { display: block; }
+.nbviz-projector-stage canvas { display: block; position: absolute; left: 0; top: 0; }
 .nbviz-projector-box { position: absolute; inset: 0; cursor: crosshair; display: none; }
 .nbviz-projector-box.nbviz-on { display: block; }
 .nbviz-projector-rect { position: absolute; border: 1px dashed #1565c0;
