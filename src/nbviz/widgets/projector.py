@@ -331,7 +331,10 @@ class EmbeddingProjector(LiveView):
             if not self.selected_ids:
                 return
             # made on the first selection: reading the predictions costs ~0.4 s at 100k
-            self.gallery = SampleGallery(self._run, ids=[], split=self.split, live=False)
+            # highest loss first, as the menu says (the ids below are cut in that order)
+            self.gallery = SampleGallery(
+                self._run, ids=[], split=self.split, live=False, sort_by="loss"
+            )
         ids = list(self.selected_ids)
         frame = self._frame
         if frame is not None and len(ids) > 1 and frame["loss"].notna().any():
