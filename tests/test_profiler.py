@@ -118,6 +118,9 @@ def test_overhead_is_measured_and_stated(captured: tuple[Net, Profile]) -> None:
     assert overhead["baseline_ms"] > 0 and overhead["profiled_ms"] > 0
     assert overhead["ratio"] == pytest.approx(overhead["profiled_ms"] / overhead["baseline_ms"])
     assert "profiler overhead" in prof.summary()
+    # two different step times, each saying what it is
+    assert f"(the mean of {len(prof.payload['step_ms_each'])} profiled steps)" in prof.summary()
+    assert "the median wall-clock time of 3 steps each" in prof.summary()
 
 
 def test_top_operators_put_matmul_first(captured: tuple[Net, Profile]) -> None:
