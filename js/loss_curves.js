@@ -197,6 +197,7 @@ function render({ model, el: root }) {
     }
     draws += 1;
     root.setAttribute("data-draws", String(draws));
+    root.setAttribute("data-domain", domain ? domain.map((v) => v.toFixed(1)).join(",") : "");
   });
   const schedule = perFrame(draw);
 

@@ -58,7 +58,9 @@ export function deadAxes(map) {
       lc.font = "10px sans-serif";
       lc.textAlign = "right";
       lc.textBaseline = "middle";
-      for (const t of unitTicks(units, height)) lc.fillText(String(t.unit), AXIS_LEFT - 4, t.y);
+      for (const t of unitTicks(units, height)) {
+        lc.fillText(String(t.unit), AXIS_LEFT - 4, Math.min(Math.max(t.y, 6), height - 6)); // whole at the edges
+      }
       lc.save();
       lc.translate(8, height / 2);
       lc.rotate(-Math.PI / 2);

@@ -349,8 +349,9 @@ SampleGallery._css = view_css(
 .nbviz-gallery-thumb { width: 96px; height: 96px; object-fit: contain; image-rendering: pixelated;
   align-self: center; background: #000; }
 .nbviz-gallery-text { max-height: 7.5em; overflow: auto; white-space: pre-wrap; margin: 0;
-  font-family: var(--jp-code-font-family, monospace); font-size: 0.9em;
-  word-break: normal; overflow-wrap: break-word; } /* whole words: Lab's output pre breaks all */
+  font-family: var(--jp-code-font-family, monospace); font-size: 0.9em; }
+/* whole words: JupyterLab's ".jp-OutputArea-output pre" breaks them anywhere */
+.nbviz pre.nbviz-gallery-text { word-break: normal; overflow-wrap: break-word; }
 .nbviz-gallery-values { font-family: var(--jp-code-font-family, monospace); font-size: 0.85em;
   overflow-wrap: anywhere; }
 .nbviz-gallery-line { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
