@@ -61,10 +61,10 @@ test: venv js lint chromium  ## lint, JS unit tests, then every pytest test incl
 	node --test js/test/*.test.mjs
 	timeout $(TEST_TIMEOUT) $(PY) -m pytest $(PYTEST_ARGS)
 
-demo: venv js  ## train a small model into runs/demo, then open the quickstart notebook
-	$(BIN)/nbviz demo --out runs/demo
+demo: venv js  ## train a small model into notebooks/runs/demo, then open the quickstart notebook on it
+	$(BIN)/nbviz demo --out notebooks/runs/demo
 	@if $(HEADLESS); then \
-	  echo "demo run written to runs/demo; open notebooks/01-quickstart.ipynb in JupyterLab to explore it"; \
+	  echo "open notebooks/01-quickstart.ipynb in JupyterLab: it reads this run (runs/demo beside it)"; \
 	else \
 	  $(BIN)/jupyter lab notebooks/01-quickstart.ipynb; \
 	fi

@@ -11,8 +11,9 @@ import { REGIONS, mapColours, mapTicks, nearestPoint, toFraction } from "./lib/d
 import { el, on, select } from "./lib/dom.js";
 import { listen, save } from "./lib/model.js";
 import { linearScale, pointSize } from "./lib/points.js";
-import { throttle } from "./lib/schedule.js";
-import { guard, message, viewState } from "./lib/state.js";
+import { serialDraws } from "./lib/projector/draws.js";
+import { perFrame, throttle } from "./lib/schedule.js";
+import { guard, message, showFailure, viewState } from "./lib/state.js";
 import { decodeArray, encodeArray } from "./lib/wire.js";
 
 /** Pixels from a click within which the nearest point is picked. */
@@ -78,6 +79,8 @@ function render({ model, el: root }) {
   /** @type {any} */
   let points = null;
   let stale = true;
+  // one draw at a time: the scatterplot rejects a draw made while one runs
+  const draws = serialDraws((err) => showFailure(messageHost, "Drawing the data map", err));
   const xScale = linearScale([-1, 1], [0, 1]);
   const yScale = linearScale([-1, 1], [1, 0]);
 
@@ -163,14 +166,17 @@ function render({ model, el: root }) {
     if (!scatter) return;
     const { codes, colors, labels } = mapColours(model.get("color_by"), points.correctness, points.suspect);
     scatter.set({ colorBy: "valueA", pointColor: colors, pointSize: Math.max(2, pointSize(points.n)) });
-    scatter.draw({ x: points.x, y: points.y, z: codes }, { zDataType: "categorical" }).then(() => {
-      root.dataset.drawn = String(points.n);
-      if (points.first >= 0) {
-        const at = scatter.getScreenPosition(points.first);
-        if (at) root.dataset.firstSuspect = `${Math.round(at[0])},${Math.round(at[1])}`;
-      }
-      applySelection();
-    });
+    const shown = points;
+    draws.request(() =>
+      scatter.draw({ x: shown.x, y: shown.y, z: codes }, { zDataType: "categorical" }).then(() => {
+        root.dataset.drawn = String(shown.n);
+        if (shown.first >= 0) {
+          const at = scatter.getScreenPosition(shown.first);
+          if (at) root.dataset.firstSuspect = `${Math.round(at[0])},${Math.round(at[1])}`;
+        }
+        applySelection();
+      }),
+    );
     legend.replaceChildren(
       ...colors.map((c, k) =>
         el("span", { class: "nbviz-dm-key" }, [el("span", { class: "nbviz-dm-swatch", style: { background: c } }), labels[k]]),
@@ -219,7 +225,8 @@ function render({ model, el: root }) {
     }
   };
 
-  const resize = new ResizeObserver(() => {
+  // resized in the next frame, not inside the observer's callback (no resize loop)
+  const fitStage = perFrame(() => {
     const [width, height] = [stage.clientWidth, stage.clientHeight];
     if (width < 10 || height < 10) return;
     if (!plot) {
@@ -230,6 +237,7 @@ function render({ model, el: root }) {
     canvas.style.height = `${height}px`;
     plot.set({ width, height });
   });
+  const resize = new ResizeObserver(() => fitStage());
   resize.observe(stage);
 
   const gallery = childView(model, "gallery", galleryHost, {
@@ -256,6 +264,8 @@ function render({ model, el: root }) {
     for (const off of unbind) off();
     schedule.cancel();
     resize.disconnect();
+    fitStage.cancel();
+    draws.close();
     gallery.remove();
     if (plot) plot.destroy();
   };

@@ -16,6 +16,7 @@ const WIDTH = 420;
 const HEIGHT = 280;
 const AXIS = 22; // px under each plot for the value axis
 const LEFT = 56; // px left of the heatmap for step labels
+const RIDGE_RIGHT = 46; // px right of the ridge curves for their step labels
 /** Most curves drawn in the ridge view (more would be an unreadable smear). */
 export const MAX_RIDGES = 48;
 
@@ -30,6 +31,28 @@ export function evenlySpaced(n, k) {
   const out = new Set();
   for (let i = 0; i < k; i++) out.add(Math.round((i * (n - 1)) / (k - 1)));
   return [...out];
+}
+
+/**
+ * Which ridge curves carry a step label: about `k` of the `shown` rows, evenly
+ * spaced, and the linked step's row (marked `current`); a label too close to
+ * the current one (within `gap` curves) is left out so the two do not overlap.
+ * @param {number[]} shown  the rows drawn, top (earliest) first
+ * @param {ArrayLike<number>} steps  the step of every row
+ * @param {number} current  the linked step's row (-1: none)
+ * @param {number} k
+ * @param {number} gap
+ * @returns {Array<{k: number, step: number, current: boolean}>}  k: the curve's place in `shown`
+ */
+export function ridgeLabels(shown, steps, current, k, gap) {
+  const at = current >= 0 ? Math.max(shown.findIndex((r) => r >= current), 0) : -1;
+  const out = [];
+  for (const i of evenlySpaced(shown.length, k)) {
+    if (at >= 0 && Math.abs(i - at) < gap) continue;
+    out.push({ k: i, step: Number(steps[shown[i]]), current: false });
+  }
+  if (at >= 0) out.push({ k: at, step: Number(steps[current]), current: true });
+  return out;
 }
 
 /**
@@ -72,7 +95,7 @@ function render({ model, el: root }) {
   const missing = el("div", { class: "nbviz-notice nbviz-hist-missing" });
   const plots = el("div", { class: "nbviz-hist-plots" }, [
     el("div", { class: "nbviz-hist-plot" }, [
-      el("div", { class: "nbviz-hist-title", text: "over steps (offset; later steps in front)" }),
+      el("div", { class: "nbviz-hist-title", text: "over steps (offset; later steps in front; steps at the right)" }),
       ridge,
       ridgeCaption,
     ]),
@@ -136,7 +159,7 @@ function render({ model, el: root }) {
     const peakH = slot * 4; // a curve's full height overlaps about four others
     let max = 0;
     for (const r of shown) for (let c = 0; c < bins; c++) max = Math.max(max, counts[r * bins + c]);
-    const sx = makeScale(0, bins, 4, WIDTH - 4).map;
+    const sx = makeScale(0, bins, 4, WIDTH - RIDGE_RIGHT).map;
     const current = rowOfStep();
     /** @param {number} r @param {number} base @param {string} stroke @param {number} width */
     const curve = (r, base, stroke, width) => {
@@ -165,6 +188,16 @@ function render({ model, el: root }) {
       const k = shown.findIndex((r) => r >= current);
       const base = top + peakH + Math.max(k, 0) * slot - slot;
       curve(current, Math.min(base, HEIGHT), "#d81b60", 2);
+    }
+    // each labelled curve's step at its baseline, right of the curves
+    ctx.font = "10px sans-serif";
+    ctx.textAlign = "left";
+    ctx.textBaseline = "middle";
+    const gap = Math.ceil(12 / slot); // curves a 12 px label spans
+    for (const label of ridgeLabels(shown, data.steps, current, 6, gap)) {
+      const base = Math.min(top + peakH + label.k * slot - slot, HEIGHT);
+      ctx.fillStyle = label.current ? "#d81b60" : colors.muted;
+      ctx.fillText(formatStep(label.step), WIDTH - RIDGE_RIGHT + 4, base);
     }
     valueAxis(ctx, sx(0), sx(bins), HEIGHT + 2, lo, hi);
   };

@@ -1,6 +1,7 @@
 // LossCurves: scalar series on canvas panels (one per name stem), with EMA
-// smoothing over the faint raw line, a log axis, wheel zoom / drag pan shared
-// by all panels, a read-out under the pointer, the linked step as a marker, and
+// smoothing over the faint raw line (dense series only: step-shaped and sparse
+// ones are drawn as recorded), a log axis, drag zoom / wheel zoom / shift-drag
+// pan shared by all panels, a read-out under the pointer, the linked step as a marker, and
 // NaN/Inf stretches drawn as marks. Zooming into a summarised series asks
 // Python for that window at full resolution (a custom message).
 // The series are in lib/loss_curves/series.js, a panel's drawing in panel.js,
@@ -9,8 +10,8 @@ import { el, on } from "./lib/dom.js";
 import { themeColors } from "./lib/linechart.js";
 import { legendItems, markHighlight } from "./lib/loss_curves/legend.js";
 import { drawPanel } from "./lib/loss_curves/panel.js";
-import { breakText, decodeSeries, nearestStep, readoutText, seriesColor, stepRange } from "./lib/loss_curves/series.js";
-import { panZoom } from "./lib/loss_curves/zoom.js";
+import { breakText, decodeSeries, nearestStep, readoutText, seriesColor, smoothedIds, stepRange } from "./lib/loss_curves/series.js";
+import { HINT, panZoom } from "./lib/loss_curves/zoom.js";
 import { listen, save } from "./lib/model.js";
 import { perFrame, throttle } from "./lib/schedule.js";
 import { guard, present, viewState } from "./lib/state.js";
@@ -37,6 +38,7 @@ function render({ model, el: root }) {
     el("button", { class: "nbviz-lc-reset", text: "reset zoom", attrs: { type: "button" } })
   );
   const notice = el("span", { class: "nbviz-lc-notice" });
+  const hint = el("div", { class: "nbviz-lc-hint", text: HINT });
   const toolbar = el("div", { class: "nbviz-toolbar" }, [
     el("label", {}, [logBox, " log scale"]),
     el("label", {}, ["smoothing ", slider]),
@@ -46,7 +48,7 @@ function render({ model, el: root }) {
   ]);
   const legend = el("div", { class: "nbviz-lc-legend" });
   const grid = el("div", { class: "nbviz-lc-grid" });
-  const body = el("div", { class: "nbviz-lc-body" }, [toolbar, legend, grid]);
+  const body = el("div", { class: "nbviz-lc-body" }, [toolbar, legend, hint, grid]);
 
   /** @type {Series[]} */
   let series = [];
@@ -54,6 +56,10 @@ function render({ model, el: root }) {
   let byPanel = new Map();
   /** @type {Map<string, Panel>} */
   let panels = new Map();
+  /** @type {Set<string>} ids of the series smoothing applies to */
+  let smoothed = new Set();
+  /** @type {{stem: string, range: [number, number]} | null} the window a drag is selecting */
+  let brush = null;
   /** @type {[number, number]} */
   let full = [0, 1];
   /** @type {[number, number] | null} the steps in view; null: all of them */
@@ -92,6 +98,7 @@ function render({ model, el: root }) {
   const rebuild = () => {
     for (const off of detach.splice(0)) off();
     series = (model.get("series") ?? []).map(decodeSeries);
+    smoothed = smoothedIds(series);
     windows.clear();
     byPanel = new Map();
     for (const stem of model.get("panels") ?? []) byPanel.set(stem, []);
@@ -129,6 +136,10 @@ function render({ model, el: root }) {
           },
           leave: () => {
             hover = null;
+            schedule();
+          },
+          brush: (range) => {
+            brush = range ? { stem, range } : null;
             schedule();
           },
           pick: (at) => {
@@ -170,6 +181,8 @@ function render({ model, el: root }) {
         domain: domain ?? full,
         log,
         smoothing,
+        smoothed,
+        brush: brush && brush.stem === stem ? brush.range : null,
         step,
         hover: px,
         highlight,
@@ -184,6 +197,7 @@ function render({ model, el: root }) {
     }
     draws += 1;
     root.setAttribute("data-draws", String(draws));
+    root.setAttribute("data-domain", domain ? domain.map((v) => v.toFixed(1)).join(",") : "");
   });
   const schedule = perFrame(draw);
 

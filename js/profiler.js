@@ -24,6 +24,19 @@ const MIN_FRACTION = 0.002; // icicle nodes narrower than this share of the widt
  * @typedef {{x: number, w: number, depth: number, module: Module}} Placed
  */
 
+/**
+ * What the header's step time is: the mean of the profiled steps as the trace
+ * timed them, with their range ("mean of 5 profiled steps (52.1–140 ms) on cpu").
+ * @param {{schedule: {active: number}, device: string, step_ms_each?: number[]}} profile
+ * @returns {string}
+ */
+export function stepNote(profile) {
+  const each = (profile.step_ms_each || []).filter(Number.isFinite);
+  const n = profile.schedule.active;
+  const range = each.length > 1 ? ` (${formatMs(Math.min(...each))}\u2013${formatMs(Math.max(...each))})` : "";
+  return `mean of ${n} profiled step${n === 1 ? "" : "s"}${range} on ${profile.device}`;
+}
+
 /** Milliseconds as short text ("12.3 ms", "450 µs"). @param {number} ms */
 export function formatMs(ms) {
   if (!Number.isFinite(ms)) return "–";
@@ -214,7 +227,7 @@ function render({ model, el: root }) {
     const head = el("div", { class: "nbviz-prof-head" }, [
       el("span", { class: "nbviz-prof-title", text: `${profile.model} at step ${formatStep(profile.step)}` }),
       el("span", { class: "nbviz-prof-steptime", text: `${formatMs(stepMs)} per step` }),
-      el("span", { class: "nbviz-muted", text: `${profile.schedule.active} steps profiled on ${profile.device}` }),
+      el("span", { class: "nbviz-muted nbviz-prof-stepnote", text: stepNote(profile) }),
       notice ? el("span", { class: "nbviz-notice", text: notice }) : null,
     ]);
     const overhead = el("div", { class: "nbviz-prof-overhead", text: model.get("overhead") });

@@ -11,9 +11,10 @@ import { ObjectUrls } from "./lib/images.js";
 import { listen, save } from "./lib/model.js";
 import { boxToData, colourCodes, decodePoints, linearScale, pointSize, pointsInBox } from "./lib/points.js";
 import { boxSelect } from "./lib/projector/box_select.js";
+import { serialDraws } from "./lib/projector/draws.js";
 import { legendItems } from "./lib/projector/legend.js";
-import { throttle } from "./lib/schedule.js";
-import { guard, message, viewState } from "./lib/state.js";
+import { perFrame, throttle } from "./lib/schedule.js";
+import { guard, message, showFailure, viewState } from "./lib/state.js";
 import { decodeArray, encodeArray } from "./lib/wire.js";
 
 const METHODS = /** @type {const} */ ([
@@ -97,6 +98,8 @@ function render({ model, el: root }) {
 
   /** @type {any} */
   let plot = null;
+  // one draw at a time: the scatterplot rejects a draw made while one runs
+  const draws = serialDraws((err) => showFailure(messageHost, "Drawing the projection", err));
   /** @type {any} */
   let points = null; // decoded arrays of the layout on screen
   let mode = "pan";
@@ -104,6 +107,9 @@ function render({ model, el: root }) {
   let stale = true; // `points` changed since it was decoded
   const xScale = linearScale([-1, 1], [0, 1]);
   const yScale = linearScale([-1, 1], [1, 0]);
+
+  /** The plot's size: the stage inside its border (the canvas never widens it). */
+  const stageSize = () => ({ width: stage.clientWidth, height: stage.clientHeight });
 
   const indicesOf = (/** @type {string} */ trait) => {
     const payload = model.get(trait);
@@ -113,7 +119,7 @@ function render({ model, el: root }) {
 
   const ensurePlot = () => {
     if (plot) return plot;
-    const { width, height } = stage.getBoundingClientRect();
+    const { width, height } = stageSize();
     if (width < 10 || height < 10) return null;
     canvas.style.width = `${width}px`;
     canvas.style.height = `${height}px`;
@@ -131,7 +137,7 @@ function render({ model, el: root }) {
       deselectOnEscape: true,
       opacity: 0.85,
       backgroundColor: [1, 1, 1, 0],
-      keyMap: { shift: "lasso", alt: "rotate", ctrl: "merge", cmd: "merge", meta: "merge" },
+      actionKeyMap: { lasso: "shift", rotate: "alt", merge: "meta" },
     });
     plot.subscribe("select", (/** @type {{points: number[]}} */ { points: picked }) => {
       sendPicked(picked);
@@ -202,24 +208,28 @@ function render({ model, el: root }) {
     });
     const transition = Boolean(raw.transition) && fresh && drawn;
     const filter = classFilter();
-    scatter
-      .draw(
-        { x: points.x, y: points.y, z: codes, w },
-        {
-          zDataType: "categorical",
-          wDataType: "continuous",
-          transition,
-          transitionDuration: 700,
-          select: indicesOf("selection"),
-          preventFilterReset: false,
-          ...(filter ? { filter } : {}),
-        },
-      )
-      .then(() => {
-        root.dataset.drawMs = String(Math.round(performance.now() - started));
-        root.dataset.drawn = String(points.n);
-        root.dataset.method = String(raw.method);
-      });
+    const shown = points;
+    const select = indicesOf("selection");
+    draws.request(() =>
+      scatter
+        .draw(
+          { x: shown.x, y: shown.y, z: codes, w },
+          {
+            zDataType: "categorical",
+            wDataType: "continuous",
+            transition,
+            transitionDuration: 700,
+            select,
+            preventFilterReset: false,
+            ...(filter ? { filter } : {}),
+          },
+        )
+        .then(() => {
+          root.dataset.drawMs = String(Math.round(performance.now() - started));
+          root.dataset.drawn = String(shown.n);
+          root.dataset.method = String(raw.method);
+        }),
+    );
     drawn = true;
     const unknown = codes.includes(colors.length - 1);
     legend.replaceChildren(...legendItems(model.get("color_by"), colors, model.get("class_names") || [], points.loss_max, unknown));
@@ -324,8 +334,10 @@ function render({ model, el: root }) {
     on(classSelect, "change", () => save(model, { filter_class: Number(classSelect.value) })),
   ];
 
-  const resize = new ResizeObserver(() => {
-    const { width, height } = stage.getBoundingClientRect();
+  // resized in the next frame, not inside the observer's callback: a size set
+  // there is a layout change the observer would have to report in the same frame
+  const fitStage = perFrame(() => {
+    const { width, height } = stageSize();
     if (width < 10 || height < 10) return;
     if (!plot) {
       draw();
@@ -335,6 +347,7 @@ function render({ model, el: root }) {
     canvas.style.height = `${height}px`;
     plot.set({ width, height });
   });
+  const resize = new ResizeObserver(() => fitStage());
   resize.observe(stage);
 
   const applySelection = () => {
@@ -367,9 +380,11 @@ function render({ model, el: root }) {
     schedule.cancel();
     requestSample.cancel();
     resize.disconnect();
+    fitStage.cancel();
     for (const off of unbind) off();
     gallery.remove();
     tipUrls.revoke();
+    draws.close();
     if (plot) plot.destroy();
   };
 }

@@ -53,6 +53,10 @@ def test_selection_survives_a_change_of_step_and_its_ids_follow(demo_run) -> Non
     assert cm.eval_step == steps[-1]
     assert cm.selected_ids == expected_ids(demo_run, steps[-1], 8, 1)
     assert cm.gallery.step == steps[-1] and cm.gallery.ids == cm.selected_ids
+    # the cards come highest loss first, and the gallery's sort menu says so
+    assert cm.gallery.sort_by == "loss" and cm.gallery.descending
+    assert cm.gallery.ordered_ids() == cm.selected_ids
+    assert [i["id"] for i in cm.gallery.items] == cm.selected_ids[: cm.gallery.page_size]
     cm.step = (steps[0] + steps[1]) // 2  # between two evaluations: the earlier one
     assert cm.eval_step == steps[0] and cm.selected_ids == first
     cm.step = steps[0] - 1  # before any evaluation: nothing, the selection kept

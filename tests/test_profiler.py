@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from torch import nn
 
 import nbviz
 from nbviz.analysis.profile import BREAKDOWN, MODULE_COLUMNS, OPERATOR_COLUMNS, Profile
+from nbviz.probes.native_stderr import is_profiler_line
 from nbviz.probes.profile import FORWARD_PREFIX, profile_step
 
 # short schedules on purpose: torch's warning about skipping warmup is expected here
@@ -116,6 +118,9 @@ def test_overhead_is_measured_and_stated(captured: tuple[Net, Profile]) -> None:
     assert overhead["baseline_ms"] > 0 and overhead["profiled_ms"] > 0
     assert overhead["ratio"] == pytest.approx(overhead["profiled_ms"] / overhead["baseline_ms"])
     assert "profiler overhead" in prof.summary()
+    # two different step times, each saying what it is
+    assert f"(the mean of {len(prof.payload['step_ms_each'])} profiled steps)" in prof.summary()
+    assert "the median wall-clock time of 3 steps each" in prof.summary()
 
 
 def test_top_operators_put_matmul_first(captured: tuple[Net, Profile]) -> None:
@@ -194,6 +199,40 @@ def test_a_failing_step_leaves_no_hooks() -> None:
     with pytest.raises(RuntimeError, match="shapes"):
         profile_step(model, step, steps=1, warmup=0, wait=0)
     assert all(not m._forward_pre_hooks and not m._forward_hooks for m in model.modules())
+
+
+def test_the_profilers_own_log_lines_stay_out_of_stderr_and_real_ones_stay(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step() -> None:
+        opt.zero_grad()
+        model(torch.randn(4, 8)).sum().backward()
+        opt.step()
+        os.write(2, b"a real native warning from the step\n")  # below Python, as C++ writes
+
+    profile_step(model, step, steps=2, warmup=1, wait=1, baseline=0)
+    err = capfd.readouterr().err
+    assert "profiler_start" not in err and "Memory block of unknown size" not in err, err
+    assert err.count("a real native warning from the step") == 4  # wait + warmup + steps
+    os.write(2, b"after\n")  # descriptor 2 is back where it was
+    assert capfd.readouterr().err == "after\n"
+
+
+def test_profiler_lines_are_told_from_other_native_lines() -> None:
+    ours = [
+        "USDT:2026-12-06 04:28:01 15979:15979 SyncActivityProfilerHandler.cpp:52] profiler_start",
+        "[W1206 04:28:01.577566595 CPUAllocator.cpp:245] Memory block of unknown size was "
+        "allocated before the profiling started, profiler results will not include the "
+        "deallocation event",
+        "STAGE:2024-01-01 00:00:00 1:1 ActivityProfilerController.cpp:314] Completed Stage: "
+        "Warm Up",
+    ]
+    assert all(is_profiler_line(line) for line in ours)
+    assert not is_profiler_line("[W1206 Conv.cpp:10] Warning: an input was not contiguous")
+    assert not is_profiler_line("RuntimeError: the profiler failed")  # not a native log line
 
 
 def test_bad_arguments_are_named() -> None:

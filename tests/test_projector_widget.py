@@ -79,6 +79,8 @@ def test_a_browser_selection_becomes_ids_and_fills_the_gallery_by_loss(tmp_path)
     shown = pj.gallery.ids
     assert sorted(shown) == pj.selected_ids
     assert list(losses.reindex(shown)) == sorted(losses.reindex(shown), reverse=True)
+    # the gallery's sort menu names that order
+    assert pj.gallery.sort_by == "loss" and pj.gallery.ordered_ids() == shown
     pj.picked = {"indices": array_trait_payload(np.zeros(0, dtype=np.uint32))}
     assert pj.selected_ids == [] and pj.gallery.ids == []
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 import traitlets
 from training import loss_only_run
 
@@ -187,3 +188,44 @@ def test_a_view_of_open_run_picks_up_steps_another_process_writes(tmp_path: Path
     curves.close()
     scrubber.close()
     reader.close()
+
+
+class ScaledLinear(torch.nn.Module):
+    """A parameter of the model itself (no module of its own) before a Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(4))
+        self.fc = torch.nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x * self.scale)
+
+
+def test_a_parameter_of_the_model_itself_has_its_own_layer_row(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = ScaledLinear()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with nbviz.Run(tmp_path / "r") as run:
+        run.watch(model, every=1)
+        for step in range(3):
+            opt.zero_grad()
+            model(torch.randn(8, 4)).sum().backward()
+            opt.step()
+            run.log(step, loss=1.0)
+    lb = nbviz.LayerBrowser(nbviz.open_run(tmp_path / "r"), live=False)
+    rows = {r["name"]: r for r in lb.layers}
+    assert set(rows) == {"fc", "scale"}
+    assert (rows["scale"]["type"], rows["scale"]["shape"], rows["scale"]["params"]) == (
+        "Parameter",
+        "[4]",
+        4,
+    )
+    at = {name: array_from_payload(v["values"]) for name, v in lb.current.items()}
+    order = [r["name"] for r in lb.layers]
+    scale = order.index("scale")
+    assert at["grad_norm"][scale] > 0 and at["update_ratio"][scale] > 0  # its own gradient
+    assert math.isnan(at["zero_frac"][scale])  # a parameter has no activations
+    lb.selected_layer = "scale"
+    assert lb.error == "" and lb.detail["layer"] == "scale"
+    lb.close()

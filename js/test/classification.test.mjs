@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { changeColor, signed } from "../lib/confusion/matrix.js";
+import { changeColor, labelHeight, signed } from "../lib/confusion/matrix.js";
 import { unitAt } from "../lib/layer_browser/units.js";
 
 test("changeColor: blue where the model improved, red where it got worse, white for none", () => {
@@ -29,4 +29,14 @@ test("unitAt maps a click across the bars to a unit, and -1 outside them", () =>
   assert.equal(unitAt(-1, 100, 10), -1);
   assert.equal(unitAt(100, 100, 10), -1);
   assert.equal(unitAt(5, 100, 0), -1);
+});
+
+test("column labels are as tall as the longest class name needs, no empty band above digits", () => {
+  const digits = Array.from({ length: 10 }, (_, i) => String(i));
+  assert.equal(labelHeight(digits, 10), 34, "one character: just the corner's two lines");
+  assert.equal(labelHeight([], 10), 34, "unnamed classes show their index");
+  const words = ["airplane", "automobile", "bird"];
+  assert.ok(labelHeight(words, 3) > 34 && labelHeight(words, 3) < 90);
+  assert.ok(labelHeight(words, 3) >= "automobile".length * 6.6, "the longest name fits");
+  assert.equal(labelHeight(["a class name far longer than any label could show"], 1), 90, "long names are cut");
 });

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { yRange } from "../lib/loss_curves/panel.js";
-import { breakText, nearestStep, readoutText, stepRange, styleText } from "../lib/loss_curves/series.js";
-import { clampDomain, zoomAt } from "../lib/loss_curves/zoom.js";
+import { breakText, isStepShaped, nearestStep, readoutText, smoothedIds, stepRange, styleText } from "../lib/loss_curves/series.js";
+import { HINT, clampDomain, dragWindow, panZoom, zoomAt } from "../lib/loss_curves/zoom.js";
+import { FakeNode } from "./fake_dom.mjs";
 
 /** A series as decodeSeries makes it. */
 const series = (name, steps, values, extra = {}) => ({
@@ -92,5 +93,99 @@ describe("zoom", () => {
     assert.equal(zoomAt([10, 90], [0, 100], 50, 5000), null, "zooming out past the run shows it all");
     const tight = zoomAt([50, 52], [0, 100], 51, -5000);
     assert.ok(tight && tight[1] - tight[0] >= 4, "never under 4 steps");
+  });
+});
+
+describe("drag to zoom", () => {
+  /** A panel 0..100 steps over 0..500 px, with what the handlers were told. */
+  const panel = (zoomedTo = null) => {
+    const canvas = new FakeNode("canvas");
+    const told = { domains: [], brushes: [], picks: [] };
+    let domain = zoomedTo;
+    const sx = { map: (v) => v * 5, invert: (px) => px / 5 };
+    panZoom(canvas, () => [0, 100], {
+      scale: () => sx,
+      current: () => domain ?? [0, 100],
+      zoomed: () => domain !== null,
+      setDomain: (d) => {
+        domain = d;
+        told.domains.push(d);
+      },
+      hover: () => {},
+      leave: () => {},
+      pick: (at) => told.picks.push(at),
+      brush: (r) => told.brushes.push(r),
+    });
+    return { canvas, told };
+  };
+
+  it("a drag selects the steps dragged over, shown while dragging, and zooms into them", () => {
+    const { canvas, told } = panel();
+    canvas.fire("pointerdown", { clientX: 100, pointerId: 1 });
+    canvas.fire("pointermove", { clientX: 200, pointerId: 1 });
+    canvas.fire("pointermove", { clientX: 300, pointerId: 1 });
+    assert.deepEqual(told.brushes.at(-1), [20, 60]);
+    canvas.fire("pointerup", { clientX: 300, pointerId: 1 });
+    assert.deepEqual(told.domains, [[20, 60]]);
+    assert.equal(told.brushes.at(-1), null, "the selection band goes away");
+    assert.deepEqual(told.picks, [], "a drag is not a click");
+  });
+
+  it("a drag from right to left zooms the same way; a click picks a step", () => {
+    const { canvas, told } = panel();
+    canvas.fire("pointerdown", { clientX: 300 });
+    canvas.fire("pointermove", { clientX: 100 });
+    canvas.fire("pointerup", { clientX: 100 });
+    assert.deepEqual(told.domains, [[20, 60]]);
+    canvas.fire("pointerdown", { clientX: 250 });
+    canvas.fire("pointerup", { clientX: 251 });
+    assert.deepEqual(told.picks, [50.2]);
+  });
+
+  it("a shift-drag pans a zoomed view and selects nothing", () => {
+    const { canvas, told } = panel([20, 60]);
+    canvas.fire("pointerdown", { clientX: 300, shiftKey: true });
+    canvas.fire("pointermove", { clientX: 250, shiftKey: true });
+    canvas.fire("pointerup", { clientX: 250, shiftKey: true });
+    assert.deepEqual(told.domains.at(-1), [30, 70]);
+    assert.deepEqual(told.brushes, []);
+  });
+
+  it("dragWindow keeps at least 4 steps inside the run; the whole run is no zoom", () => {
+    assert.deepEqual(dragWindow(50, 51, [0, 100]), [48.5, 52.5]);
+    assert.deepEqual(dragWindow(-20, 10, [0, 100]), [0, 10]);
+    assert.equal(dragWindow(-5, 120, [0, 100]), null);
+  });
+
+  it("the hint says how to zoom and how to pan", () => {
+    assert.match(HINT, /drag to zoom/);
+    assert.match(HINT, /shift-drag to pan/);
+  });
+});
+
+describe("smoothing", () => {
+  const noisy = (name, every, n) =>
+    series(name, Array.from({ length: n }, (_, i) => i * every), Array.from({ length: n }, (_, i) => 2 / (1 + i) + 0.1 * Math.sin(i * 7)));
+  const steps = (name, n, per) => series(name, Array.from({ length: n }, (_, i) => i), Array.from({ length: n }, (_, i) => Math.floor(i / per)));
+
+  it("step-shaped series (an epoch counter, a stepped lr) are told from noisy ones", () => {
+    assert.equal(isStepShaped(steps("epoch", 100, 20).values), true);
+    assert.equal(isStepShaped(Float64Array.from([0.1, 0.1, 0.1, 0.01, 0.01, 0.01])), true);
+    assert.equal(isStepShaped(noisy("train_loss", 1, 100).values), false);
+  });
+
+  it("only dense series that are not step-shaped are smoothed", () => {
+    const train = noisy("train_loss", 1, 400);
+    const epoch = steps("epoch", 400, 40);
+    const val = noisy("val_loss", 40, 10); // once per epoch: 40 times sparser
+    const few = noisy("grad_norm", 1, 6);
+    assert.deepEqual([...smoothedIds([train, epoch, val, few])], ["train_loss"]);
+  });
+
+  it("a summarised series counts its recorded points, not its buckets", () => {
+    const train = noisy("train_loss", 1, 400);
+    const long = noisy("big_loss", 100, 400);
+    long.total = 40_000; // 40,000 steps sent as 400 buckets: as dense as train_loss
+    assert.deepEqual([...smoothedIds([train, long])].sort(), ["big_loss", "train_loss"]);
   });
 });

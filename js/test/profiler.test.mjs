@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it, test } from "node:test";
-import profiler, { formatBytes, formatMs, icicleLayout, isUnder, pathTo } from "../profiler.js";
+import profiler, { formatBytes, formatMs, icicleLayout, isUnder, pathTo, stepNote } from "../profiler.js";
 import { FakeNode, fakeModel, find, rowsOf, withDocument } from "./fake_dom.mjs";
 
 /** @param {string} name @param {string} parent @param {number} total @param {number} [fwd] */
@@ -91,4 +91,10 @@ describe("render", () => {
     profiler.render({ model: fakeModel({ ...traits("name", false), profile: {} }), el: root });
     assert.equal(root.textContent, "Nothing profiled yet.");
   });
+});
+
+test("the header's step time says it is the mean of the profiled steps, and their range", () => {
+  const profile = { schedule: { active: 3 }, device: "cpu", step_ms_each: [56, 52.5, 110] };
+  assert.equal(stepNote(profile), "mean of 3 profiled steps (52.5 ms\u2013110 ms) on cpu");
+  assert.equal(stepNote({ schedule: { active: 1 }, device: "cuda:0" }), "mean of 1 profiled step on cuda:0");
 });

@@ -11,8 +11,9 @@ def _demo(args: argparse.Namespace) -> int:
     from nbviz.demo import record_demo
 
     path = record_demo(args.out, epochs=args.epochs, verbose=True)
-    print(f"run written to {path}")
-    print(f"open it in a notebook: run = nbviz.open_run({str(path)!r}); nbviz.Dashboard(run)")
+    where = str(path.resolve())  # a notebook's folder is its kernel's working directory
+    print(f"run written to {where}")
+    print(f"open it in a notebook: run = nbviz.open_run({where!r}); nbviz.Dashboard(run)")
     return 0
 
 

@@ -25,9 +25,11 @@ What the fixtures do for every test, so a test does not:
 - ``nb.run_code(code)`` appends a cell to the open notebook, runs it, and returns
   its output locator; ``nb.kernel_eval(expr)`` reads a value out of band (the
   notebook is unchanged); ``nb.wait_kernel(expr, expected_or_predicate)`` polls it.
-- Console errors and uncaught page exceptions of every page the test opened fail
-  it after its body has run (``console.allow(regex)`` for an error a test
-  provokes on purpose; ``console.errors`` lists what was logged).
+- Console errors, uncaught page exceptions and unhandled rejections, errors the
+  window reports without an exception (a ResizeObserver loop), and warnings from
+  nbviz's own code, of every page the test opened, fail it after its body has run
+  (``console.allow(regex)`` for an error a test provokes on purpose;
+  ``console.errors`` lists what was logged).
 - A failed test leaves ``tests/browser/_artifacts/<test>-failed.png``.
 - The notebook's kernel is shut down afterwards; each test starts from its own.
 
@@ -113,22 +115,37 @@ def chromium_path() -> str | None:
     return "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else None
 
 
+# Errors the window reports without an exception, which Playwright's "pageerror" never
+# sees ("ResizeObserver loop completed with undelivered notifications"): logged as errors.
+WINDOW_ERRORS = """
+window.addEventListener("error", (e) => {
+  if (!e.error) console.error(`window error: ${e.message}`);
+});
+"""
+
+
+def is_ours(msg: Any) -> bool:
+    """A console message from nbviz's front-end: its bundles load as anywidget blob
+    modules (in JupyterLab) or are named in the text (the offline report)."""
+    url = (msg.location or {}).get("url", "") or ""
+    return url.startswith("blob:") or bool(re.search(r"nbviz|regl", msg.text, re.IGNORECASE))
+
+
 class Console:
-    """What a test's pages log as errors: ``console.error`` and uncaught exceptions."""
+    """What a test's pages log as errors: ``console.error``, uncaught exceptions and
+    unhandled rejections, errors the window reports without an exception, and
+    warnings from nbviz's own code (its bundles and the libraries bundled in them)."""
 
     def __init__(self) -> None:
         self.errors: list[str] = []
         self._allowed: list[re.Pattern[str]] = []
 
+    def _on_console(self, msg: Any) -> None:
+        if msg.type == "error" or (msg.type == "warning" and is_ours(msg)):
+            self.errors.append(f"console.{msg.type}: {msg.text}")
+
     def watch(self, page: Any) -> None:
-        page.on(
-            "console",
-            lambda msg: (
-                self.errors.append(f"console.{msg.type}: {msg.text}")
-                if msg.type == "error"
-                else None
-            ),
-        )
+        page.on("console", self._on_console)
         page.on("pageerror", lambda exc: self.errors.append(f"pageerror: {exc}"))
 
     def allow(self, pattern: str) -> None:
@@ -186,6 +203,7 @@ def new_page(
 
     def make(**context_options: Any) -> Any:
         context = browser.new_context(**{"viewport": VIEWPORT, **context_options})
+        context.add_init_script(WINDOW_ERRORS)
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(WAIT_MS)

@@ -23,7 +23,28 @@ def test_uncaught_exception(page):
     page.evaluate("1")
 
 
+def test_unhandled_rejection(page):
+    page.evaluate("() => { Promise.reject(new Error('rejected boom')); }")
+    page.evaluate("1")
+
+
+def test_resize_observer_loop(page):
+    page.evaluate('''() => {
+      const d = document.createElement("div");
+      d.id = "grow";
+      d.style.width = "1px";
+      document.body.append(d);
+      new ResizeObserver(() => { d.style.width = `${d.offsetWidth + 1}px`; }).observe(d);
+    }''')
+    page.wait_for_function("document.getElementById('grow').offsetWidth > 4")
+
+
+def test_warning_from_our_code(page):
+    page.evaluate("console.warn('regl-scatterplot: the keyMap property is deprecated')")
+
+
 def test_allowed_error(page, console):
+    page.evaluate("console.warn('a warning from somebody else')")
     console.allow("expected boom")
     page.evaluate("console.error('an expected boom')")
     page.evaluate("console.log('not an error')")
@@ -50,7 +71,12 @@ def test_a_page_error_fails_the_test_unless_it_is_allowed(browser: Any, tmp_path
         cwd=tmp_path,
     )
     out = done.stdout + done.stderr
-    assert "2 failed, 1 passed" in out, out
+    assert "5 failed, 1 passed" in out, out
+    for name in ("unhandled_rejection", "resize_observer_loop", "warning_from_our_code"):
+        assert f"FAILED test_pages.py::test_{name}" in out, out
+    assert "pageerror: rejected boom" in out, out
+    assert "window error: ResizeObserver loop" in out, out
+    assert "console.warning: regl-scatterplot" in out, out
     assert "FAILED test_pages.py::test_console_error" in out, out
     assert "console.error: boom from the page" in out, out
     assert "FAILED test_pages.py::test_uncaught_exception" in out, out

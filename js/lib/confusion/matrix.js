@@ -8,7 +8,9 @@ import { drawHeatmap } from "../heatmap.js";
 import { decodeArray } from "../wire.js";
 
 const LABEL_W = 110; // px for the row labels (longer names are cut, full text on hover)
-const LABEL_H = 90; // px for the column labels
+const LABEL_H = 90; // px at most for the column labels (longer names are cut, full text on hover)
+const MIN_LABEL_H = 34; // px: the corner's two lines ("predicted →", "true ↓")
+const CHAR_W = 6.6; // px a character of the 11px labels takes, about
 const TARGET = 440; // px the matrix aims to fill
 const MIN_CELL = 14; // px: below this the matrix scrolls instead of shrinking (100 classes)
 const MAX_CELL = 48;
@@ -22,6 +24,20 @@ const HIGH = /** @type {[number, number, number]} */ ([8, 48, 107]);
  */
 export function cellSize(n) {
   return Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(TARGET / Math.max(n, 1))));
+}
+
+/**
+ * Height in CSS px of the column labels: as tall as the longest name needs
+ * (written upwards), between MIN_LABEL_H and LABEL_H, so short names such as
+ * digits leave no empty band above them.
+ * @param {string[]} names
+ * @param {number} n  classes
+ * @returns {number}
+ */
+export function labelHeight(names, n) {
+  let longest = 0;
+  for (let i = 0; i < n; i++) longest = Math.max(longest, String(names[i] ?? i).length);
+  return Math.max(MIN_LABEL_H, Math.min(LABEL_H, Math.ceil(longest * CHAR_W) + 10));
 }
 
 /**
@@ -214,7 +230,8 @@ export function matrixView() {
     const cell = cellSize(n);
     const size = cell * n;
     grid.style.gridTemplateColumns = `${LABEL_W}px ${size}px`;
-    grid.style.gridTemplateRows = `${LABEL_H}px ${size}px`;
+    const labelH = labelHeight(o.names, n);
+    grid.style.gridTemplateRows = `${labelH}px ${size}px`;
     const sel = o.selected;
     const scale = o.by === "counts" ? max : 1;
     const cellIndex = Float64Array.from({ length: n * n }, (_, i) => i);
@@ -239,7 +256,7 @@ export function matrixView() {
         attrs: { title: `${i}: ${o.names[i] ?? i}` },
         style: cls === "nbviz-cm-rowlabel"
           ? { height: `${cell}px`, lineHeight: `${cell}px`, width: `${LABEL_W}px` }
-          : { width: `${cell}px`, height: `${LABEL_H}px`, lineHeight: `${cell}px` },
+          : { width: `${cell}px`, height: `${labelH}px`, lineHeight: `${cell}px` },
       });
     rowLabels.replaceChildren(...Array.from({ length: n }, (_, i) => label(i, "nbviz-cm-rowlabel", sel[0] === i)));
     colLabels.replaceChildren(...Array.from({ length: n }, (_, i) => label(i, "nbviz-cm-collabel", sel[1] === i)));

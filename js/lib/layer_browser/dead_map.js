@@ -1,12 +1,14 @@
 // The dead map of a layer in the LayerBrowser: the fraction of the batch on
 // which each unit was zero, units down and captures across, the linked step's
-// column outlined, and a read-out of the cell under the pointer.
+// column outlined, unit indices and steps on its axes, and a read-out of the
+// cell under the pointer.
 import { sequentialScale } from "../color.js";
 import { el } from "../dom.js";
 import { formatStep } from "../format.js";
 import { bindCells, drawHeatmap } from "../heatmap.js";
 import { floorIndex } from "../steps.js";
 import { arr } from "./charts.js";
+import { AXIS_LEFT, deadAxes } from "./dead_axes.js";
 
 /**
  * The dead map of the `dead_map` trait: `el` to show, draw(step, width) to
@@ -20,6 +22,7 @@ export function deadMap(dm) {
     return { el: [el("div", { class: "nbviz-muted nbviz-lb-dead-empty", text })], draw: () => {}, remove: () => {} };
   }
   const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-dead" }));
+  const axes = deadAxes(canvas);
   const caption = el("div", { class: "nbviz-lb-caption nbviz-lb-dead-caption", text: dm.notice ? `showing ${dm.notice}` : "" });
   const steps = arr(dm.steps);
   const values = arr(dm.values); // [captures, units] row-major
@@ -38,9 +41,11 @@ export function deadMap(dm) {
     },
   });
   return {
-    el: [canvas, caption],
-    draw(step, width) {
+    el: [axes.el, caption],
+    draw(step, full) {
+      const width = Math.max(120, full - AXIS_LEFT);
       const height = Math.max(60, Math.min(320, units * 4));
+      axes.draw(units, steps, width, height);
       const drawn = drawHeatmap(canvas, t, { rows: units, cols, width, height, scale: sequentialScale(0, 1) });
       lookup = drawn.cellFromEvent;
       const at = floorIndex(steps, step);

@@ -1,11 +1,12 @@
 // One panel of a LossCurves view drawn on its canvas: the y axis fitted to the
 // values in view (linear or log), the step axis, every series of the panel
-// (EMA-smoothed over its faint raw line, the highlighted run on top), the
+// (EMA-smoothed over its faint raw line where it is dense and not step-shaped,
+// the highlighted run on top), the window a drag selects, the
 // NaN/Inf stretches as red bands with a mark where each began, the linked step
 // and the pointer as vertical lines.
 import { drawStepAxis, drawYAxis } from "../axis.js";
 import { extentIn, makeScale, sizeCanvas, tracePath, ema } from "../linechart.js";
-import { BREAK_NAMES, DASH, MIN_SMOOTHED } from "./series.js";
+import { BREAK_NAMES, DASH } from "./series.js";
 
 const HEIGHT = 210;
 const M = { left: 58, right: 14, top: 12, bottom: 24 };
@@ -24,6 +25,8 @@ const BREAK_COLOR = "#c62828";
  * @property {[number, number]} domain  the steps in view
  * @property {boolean} log  log y axis
  * @property {number} smoothing  EMA weight in [0, 1)
+ * @property {Set<string>} smoothed  ids of the series smoothing applies to (dense, not step-shaped)
+ * @property {[number, number] | null} brush  the steps a drag is selecting to zoom into
  * @property {number} step  the linked step
  * @property {number | null} hover  the pointer's x in CSS px, null when it is elsewhere
  * @property {string} highlight  the emphasised run ("" for none)
@@ -91,7 +94,7 @@ function drawSeries(ctx, s, o, sx, sy) {
     ctx.beginPath();
     ctx.arc(sx.map(d.steps[0]), sy.map(d.values[0]), 3, 0, 2 * Math.PI);
     ctx.fill();
-  } else if (o.smoothing > 0 && s.total >= MIN_SMOOTHED) {
+  } else if (o.smoothing > 0 && o.smoothed.has(s.id)) {
     ctx.globalAlpha = 0.25 * dim;
     ctx.lineWidth = 1;
     ctx.beginPath();
@@ -186,6 +189,15 @@ export function drawPanel(canvas, o) {
   const ordered = [...o.list].sort((a, b) => Number(a.run === o.highlight) - Number(b.run === o.highlight));
   for (const s of ordered) drawSeries(ctx, s, o, sx, sy);
   ctx.globalAlpha = 1;
+  // the window a drag is selecting
+  if (o.brush) {
+    const xa = sx.map(Math.max(o.brush[0], x0));
+    const xb = sx.map(Math.min(o.brush[1], x1));
+    ctx.globalAlpha = 0.15;
+    ctx.fillStyle = theme.marker;
+    ctx.fillRect(Math.min(xa, xb), M.top, Math.abs(xb - xa), bottom - M.top);
+    ctx.globalAlpha = 1;
+  }
   // the linked step, and the pointer
   if (o.step >= x0 && o.step <= x1) {
     ctx.strokeStyle = theme.marker;

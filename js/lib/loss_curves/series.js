@@ -18,6 +18,8 @@ export const BREAK_NAMES = new Map([
 ]);
 /** Series shorter than this are drawn raw: smoothing a handful of evaluations hides them. */
 export const MIN_SMOOTHED = 10;
+/** A series whose points are this many times further apart than the densest one's is sparse. */
+export const SPARSE = 4;
 
 /**
  * @typedef {object} Series
@@ -171,4 +173,51 @@ export function readoutText(list, at, o) {
     parts.push(`${label} ${formatNumber(d.values[i])}${own}`);
   }
   return `step ${formatStep(shownStep)}: ${parts.join(" \u00b7 ") || "no values yet"}`;
+}
+
+/**
+ * Whether most neighbouring values are equal: an epoch counter, a stepped
+ * learning-rate schedule, a metric logged once per epoch and repeated.
+ * @param {ArrayLike<number>} values
+ * @returns {boolean}
+ */
+export function isStepShaped(values) {
+  let pairs = 0;
+  let same = 0;
+  for (let i = 1; i < values.length; i++) {
+    if (!Number.isFinite(values[i]) || !Number.isFinite(values[i - 1])) continue;
+    pairs += 1;
+    if (values[i] === values[i - 1]) same += 1;
+  }
+  return pairs > 0 && same >= pairs / 2;
+}
+
+/**
+ * Steps between a series' recorded points, on average (Infinity with one point).
+ * @param {Series} s
+ * @returns {number}
+ */
+export function meanGap(s) {
+  const n = s.steps.length;
+  if (n < 2 || s.total < 2) return Number.POSITIVE_INFINITY;
+  return (s.steps[n - 1] - s.steps[0]) / (s.total - 1);
+}
+
+/**
+ * The ids of the series that smoothing applies to: dense ones (at least
+ * MIN_SMOOTHED points, as dense as the densest series within SPARSE times) that
+ * are not step-shaped. An EMA over sparse or step-shaped points draws ramps
+ * through values that were never there; those series are drawn as recorded.
+ * @param {Series[]} series
+ * @returns {Set<string>}
+ */
+export function smoothedIds(series) {
+  let densest = Number.POSITIVE_INFINITY;
+  for (const s of series) densest = Math.min(densest, meanGap(s));
+  const out = new Set();
+  for (const s of series) {
+    if (s.total < MIN_SMOOTHED || meanGap(s) > SPARSE * densest || isStepShaped(s.values)) continue;
+    out.add(s.id);
+  }
+  return out;
 }

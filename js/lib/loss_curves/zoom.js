@@ -1,7 +1,8 @@
-// Zoom and pan over steps, shared by every panel of a LossCurves view: the
-// wheel zooms around the pointer, a drag pans a zoomed view, a click picks a
-// step, a double click resets. The pure parts (what a wheel or a drag does to
-// the steps in view) are separate from the listeners.
+// Zoom and pan over steps, shared by every panel of a LossCurves view: a drag
+// selects the steps to zoom into, a shift-drag pans a zoomed view, the wheel
+// zooms around the pointer, a click picks a step, a double click resets. The
+// pure parts (what a wheel or a drag does to the steps in view) are separate
+// from the listeners.
 import { on } from "../dom.js";
 
 /** @typedef {[number, number]} Domain */
@@ -40,6 +41,31 @@ export function zoomAt(current, full, center, deltaY) {
   return clampDomain(c - t * span, c + (1 - t) * span, full);
 }
 
+/** What the view's hint says the mouse does. */
+export const HINT = "drag to zoom \u00b7 shift-drag to pan \u00b7 wheel zooms \u00b7 double-click resets \u00b7 click picks a step";
+/** Fewest steps a dragged window zooms into. */
+const MIN_SPAN = 4;
+
+/**
+ * The steps to zoom into after a drag from step `a` to step `b`: the window
+ * between them, kept inside the full range and at least MIN_SPAN steps wide;
+ * null when it covers the full range.
+ * @param {number} a
+ * @param {number} b
+ * @param {Domain} full
+ * @returns {Domain | null}
+ */
+export function dragWindow(a, b, full) {
+  let [lo, hi] = a <= b ? [a, b] : [b, a];
+  lo = Math.max(lo, full[0]);
+  hi = Math.min(hi, full[1]);
+  if (hi - lo < MIN_SPAN) {
+    const mid = (lo + hi) / 2;
+    [lo, hi] = [mid - MIN_SPAN / 2, mid + MIN_SPAN / 2];
+  }
+  return clampDomain(lo, hi, full);
+}
+
 /**
  * @typedef {object} PanZoomHandlers
  * @property {() => ({map: (v: number) => number, invert: (px: number) => number} | null | undefined)} scale
@@ -50,6 +76,7 @@ export function zoomAt(current, full, center, deltaY) {
  * @property {(px: number) => void} hover  the pointer moved to x (CSS px)
  * @property {() => void} leave
  * @property {(step: number) => void} pick  a click (not a drag) at a step
+ * @property {(range: Domain | null) => void} brush  the window a drag is selecting (null: none)
  */
 
 /**
@@ -60,7 +87,7 @@ export function zoomAt(current, full, center, deltaY) {
  * @returns {() => void} removes the listeners
  */
 export function panZoom(canvas, full, h) {
-  /** @type {{x: number, domain: Domain, moved: boolean} | null} */
+  /** @type {{x: number, at: number, domain: Domain, moved: boolean, pan: boolean} | null} */
   let drag = null;
   const local = (/** @type {MouseEvent} */ e) => e.clientX - canvas.getBoundingClientRect().left;
   const onWheel = (/** @type {WheelEvent} */ e) => {
@@ -70,7 +97,9 @@ export function panZoom(canvas, full, h) {
     h.setDomain(zoomAt(h.current(), full(), sx.invert(local(e)), e.deltaY));
   };
   const onDown = (/** @type {PointerEvent} */ e) => {
-    drag = { x: e.clientX, domain: h.current(), moved: false };
+    const sx = h.scale();
+    if (!sx) return;
+    drag = { x: e.clientX, at: sx.invert(local(e)), domain: h.current(), moved: false, pan: e.shiftKey };
     canvas.setPointerCapture?.(e.pointerId);
   };
   const onMove = (/** @type {PointerEvent} */ e) => {
@@ -78,17 +107,30 @@ export function panZoom(canvas, full, h) {
     if (drag && sx) {
       const dx = e.clientX - drag.x;
       if (Math.abs(dx) > 3) drag.moved = true;
-      if (drag.moved && h.zoomed()) {
+      if (drag.moved && drag.pan && h.zoomed()) {
         const [a, b] = drag.domain;
         const per = (b - a) / (sx.map(b) - sx.map(a) || 1);
         h.setDomain(clampDomain(a - dx * per, b - dx * per, full()));
+      } else if (drag.moved && !drag.pan) {
+        const at = sx.invert(local(e));
+        h.brush(drag.at <= at ? [drag.at, at] : [at, drag.at]);
       }
     }
     h.hover(local(e));
   };
   const onUp = (/** @type {PointerEvent} */ e) => {
     const sx = h.scale();
-    if (drag && !drag.moved && sx) h.pick(sx.invert(local(e)));
+    if (drag && sx) {
+      if (!drag.moved) h.pick(sx.invert(local(e)));
+      else if (!drag.pan) {
+        h.brush(null);
+        h.setDomain(dragWindow(drag.at, sx.invert(local(e)), full()));
+      }
+    }
+    drag = null;
+  };
+  const onCancel = () => {
+    if (drag && !drag.pan) h.brush(null);
     drag = null;
   };
   const offs = [
@@ -96,6 +138,7 @@ export function panZoom(canvas, full, h) {
     on(canvas, "pointerdown", onDown),
     on(canvas, "pointermove", onMove),
     on(canvas, "pointerup", onUp),
+    on(canvas, "pointercancel", onCancel),
     on(canvas, "pointerleave", () => h.leave()),
     on(canvas, "dblclick", () => h.setDomain(null)),
   ];

@@ -76,9 +76,9 @@ def overhead_text(overhead: dict[str, Any] | None) -> str:
     ratio = overhead["ratio"]
     return (
         f"profiler overhead: a step took {overhead['profiled_ms']:.3g} ms profiled and "
-        f"{overhead['baseline_ms']:.3g} ms without the profiler "
-        f"({ratio:.2f}x, median of {overhead['steps']} steps each); "
-        "times shown are profiled times"
+        f"{overhead['baseline_ms']:.3g} ms without the profiler ({ratio:.2f}x; the median "
+        f"wall-clock time of {overhead['steps']} steps each, where the step time above is "
+        "the mean of the profiled steps in the trace); times shown are profiled times"
     )
 
 
@@ -155,7 +155,7 @@ class Profile:
         parts = self.breakdown()
         lines = [
             f"step {self.step}: {self.step_ms:.3g} ms per step on {self.payload['device']} "
-            f"({self.payload['schedule']['active']} steps profiled)",
+            f"(the mean of {self.payload['schedule']['active']} profiled steps)",
             "  " + ", ".join(f"{k} {v:.3g} ms" for k, v in parts.items()),
         ]
         for row in self.modules().head(5).itertuples():

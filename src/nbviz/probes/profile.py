@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from nbviz.analysis.profile import PAYLOAD_VERSION, Profile
+from nbviz.probes.native_stderr import profiler_lines_dropped
 from nbviz.probes.profile_events import DATA_LABEL, analyse, annotate_trace, operator_table
 
 __all__ = ["FORWARD_PREFIX", "ModuleLabels", "profile_step"]
@@ -256,13 +257,17 @@ def profile_step(
     wall: list[float] = []
     labels = ModuleLabels(model)
     try:
-        with torch.profiler.profile(
-            activities=activities,
-            schedule=torch.profiler.schedule(wait=wait, warmup=warmup, active=steps, repeat=1),
-            on_trace_ready=ready,
-            record_shapes=record_shapes,
-            profile_memory=profile_memory,
-        ) as prof:
+        # the profiler's own native log lines would show as a red stderr box in a notebook
+        with (
+            profiler_lines_dropped(),
+            torch.profiler.profile(
+                activities=activities,
+                schedule=torch.profiler.schedule(wait=wait, warmup=warmup, active=steps, repeat=1),
+                on_trace_ready=ready,
+                record_shapes=record_shapes,
+                profile_memory=profile_memory,
+            ) as prof,
+        ):
             for _ in range(wait + warmup + steps):
                 wall.append(_run_one(step_fn, batches, use_cuda, label=True))
                 prof.step()

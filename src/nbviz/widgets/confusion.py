@@ -134,8 +134,9 @@ class ConfusionMatrix(LiveView):
             self.compare_step = -1 if compare_step is None else int(compare_step)
             self._read_steps()
             self.step = opening_step(step, self._steps)
+            # a cell's ids come highest loss first: the menu says so
             self.gallery = SampleGallery(
-                run, ids=[], split=split, step=self.step, live=False, page_size=24
+                run, ids=[], split=split, step=self.step, live=False, page_size=24, sort_by="loss"
             )
             self.gallery.prompt = "Click a cell of the matrix to see its samples here."
             self._ready = True

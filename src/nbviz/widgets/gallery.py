@@ -245,6 +245,8 @@ class SampleGallery(LiveView):
         if self.sort_by == "given" or at is None or not len(ids):
             return ids.tolist()
         frame = self._frame(at)
+        if self.sort_by not in frame.columns:  # nothing to sort by: the given order
+            return ids.tolist()
         values = frame[self.sort_by].reindex(ids).to_numpy(dtype=np.float64)
         key = -values if self.descending else values
         key = np.where(np.isnan(key), np.inf, key)  # not evaluated: last
@@ -348,6 +350,8 @@ SampleGallery._css = view_css(
   align-self: center; background: #000; }
 .nbviz-gallery-text { max-height: 7.5em; overflow: auto; white-space: pre-wrap; margin: 0;
   font-family: var(--jp-code-font-family, monospace); font-size: 0.9em; }
+/* whole words: JupyterLab's ".jp-OutputArea-output pre" breaks them anywhere */
+.nbviz pre.nbviz-gallery-text { word-break: normal; overflow-wrap: break-word; }
 .nbviz-gallery-values { font-family: var(--jp-code-font-family, monospace); font-size: 0.85em;
   overflow-wrap: anywhere; }
 .nbviz-gallery-line { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }

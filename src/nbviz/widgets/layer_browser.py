@@ -160,8 +160,9 @@ class LayerBrowser(LiveView):
         self._units.clear()
         probe = run.meta("probe") or {}
         params = [p["name"] for p in probe.get("params", [])]
+        shapes = {p["name"]: p.get("shape") for p in probe.get("params", [])}
         self._recorded = recorded_layers(run, index)
-        rows = layer_rows(run.layers(), params, set().union(*self._recorded.values()))
+        rows = layer_rows(run.layers(), params, set().union(*self._recorded.values()), shapes)
         self.layers = rows
         self._rows = rows
         self._histograms.clear()

@@ -73,11 +73,18 @@ def _row(name: str, own: list[str], rec: dict[str, Any] | None, recorded: set[st
     }
 
 
-def layer_rows(frame: Any, params: list[str], recorded: set[str]) -> list[dict[str, Any]]:
+def layer_rows(
+    frame: Any,
+    params: list[str],
+    recorded: set[str],
+    shapes: dict[str, list[int]] | None = None,
+) -> list[dict[str, Any]]:
     """The table's rows, from the model summary ``frame`` (``run.layers()``).
 
-    ``params`` are the parameter names the probe watched and ``recorded`` the
-    names with stats. Without a summary, the modules the probe recorded.
+    ``params`` are the parameter names the probe watched (``shapes`` their
+    shapes) and ``recorded`` the names with stats. Without a summary, the modules
+    the probe recorded. A parameter of the model itself (``nn.Parameter`` on the
+    root module: a scale, a class token) has no module of its own: it gets a row.
     """
     rows = []
     for rec in frame.to_dict("records"):
@@ -88,22 +95,36 @@ def layer_rows(frame: Any, params: list[str], recorded: set[str]) -> list[dict[s
             p for p in recorded if p.rpartition(".")[0] == name and p not in frame["name"].values
         )
         rows.append(_row(name, own, rec, recorded))
-    if rows:
-        return rows
+    if not rows:
 
-    def is_param(n: str) -> bool:
-        owner, _, leaf = n.rpartition(".")
-        return n in params or (owner in recorded and leaf in ("weight", "bias"))
+        def is_param(n: str) -> bool:
+            owner, _, leaf = n.rpartition(".")
+            return n in params or (owner in recorded and leaf in ("weight", "bias"))
 
-    for name in sorted(n for n in recorded if not is_param(n)):
-        own = sorted(p for p in recorded if p.rpartition(".")[0] == name and is_param(p))
-        rows.append(_row(name, own, None, recorded))
+        for name in sorted(n for n in recorded if not is_param(n)):
+            own = sorted(p for p in recorded if p.rpartition(".")[0] == name and is_param(p))
+            rows.append(_row(name, own, None, recorded))
+    if rows or recorded:
+        taken = {r["name"] for r in rows}
+        for name in params:
+            if "." not in name and name not in taken:
+                shape = (shapes or {}).get(name)
+                size = int(np.prod(shape)) if shape is not None else 0
+                rec = {"type": "Parameter", "depth": 1, "shape": shape, "params": size}
+                rows.append(_row(name, [name], rec, recorded))
     return rows
+
+
+def is_parameter_row(row: dict[str, Any]) -> bool:
+    """A row of a parameter of the model itself (not a module)."""
+    return row["own_params"] == [row["name"]]
 
 
 def _metric_layer(row: dict[str, Any], metric: str) -> str | None:
     """Which layer or parameter gives ``row`` its value of ``metric`` (None: none)."""
     _signal, _column, which = METRICS[metric]
+    if is_parameter_row(row):  # its own stats: no output, so no activations
+        return None if which == "module" else row["name"]
     weight = f"{row['name']}.weight"
     has_weight = weight in row["own_params"]
     if which == "module":

@@ -134,9 +134,11 @@ class LossCurves(LiveView):
     step = linked_step("Linked step, marked on every panel.")
     highlight = traitlets.Unicode("", help="Run name drawn in front; '' for none.").tag(sync=True)
     log_y = traitlets.Bool(False, help="Logarithmic value axis.").tag(sync=True)
-    smoothing = traitlets.Float(0.6, help="EMA weight in [0, 1); 0 shows the raw series.").tag(
-        sync=True
-    )
+    smoothing = traitlets.Float(
+        0.6,
+        help="EMA weight in [0, 1) for dense series (step-shaped and sparse ones are drawn "
+        "as recorded); 0 shows the raw series.",
+    ).tag(sync=True)
     runs = traitlets.List(traitlets.Unicode(), help="Run names, in legend order.").tag(sync=True)
     panels = traitlets.List(traitlets.Unicode(), help="Name stems, one panel each.").tag(sync=True)
     series = traitlets.List(traitlets.Dict(), help="One entry per run and scalar.").tag(sync=True)
@@ -305,5 +307,7 @@ LossCurves._css = view_css(
   background: transparent; color: inherit; cursor: pointer; padding: 0 4px; }
 .nbviz-lc-run.nbviz-active { border-color: var(--jp-brand-color1, #1976d2); font-weight: 600; }
 .nbviz-lc-notice { color: var(--jp-ui-font-color2, #616161); font-style: italic; }
+.nbviz-lc-hint { color: var(--jp-ui-font-color2, #616161); font-size: 0.85em;
+  margin-bottom: 0.3em; }
 """
 )

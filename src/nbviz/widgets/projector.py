@@ -331,7 +331,10 @@ class EmbeddingProjector(LiveView):
             if not self.selected_ids:
                 return
             # made on the first selection: reading the predictions costs ~0.4 s at 100k
-            self.gallery = SampleGallery(self._run, ids=[], split=self.split, live=False)
+            # highest loss first, as the menu says (the ids below are cut in that order)
+            self.gallery = SampleGallery(
+                self._run, ids=[], split=self.split, live=False, sort_by="loss"
+            )
         ids = list(self.selected_ids)
         frame = self._frame
         if frame is not None and len(ids) > 1 and frame["loss"].notna().any():
@@ -397,10 +400,10 @@ class EmbeddingProjector(LiveView):
 
 EmbeddingProjector._css = view_css(
     """
-.nbviz-projector-stage { position: relative; width: 100%; height: 460px;
+.nbviz-projector-stage { position: relative; width: 100%; height: 460px; box-sizing: border-box;
   border: 1px solid var(--jp-border-color2, #e0e0e0); border-radius: 4px; overflow: hidden;
   background: var(--jp-layout-color1, #fff); }
-.nbviz-projector-stage canvas { display: block; }
+.nbviz-projector-stage canvas { display: block; position: absolute; left: 0; top: 0; }
 .nbviz-projector-box { position: absolute; inset: 0; cursor: crosshair; display: none; }
 .nbviz-projector-box.nbviz-on { display: block; }
 .nbviz-projector-rect { position: absolute; border: 1px dashed #1565c0;
