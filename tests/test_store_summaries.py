@@ -19,6 +19,8 @@ import pytest
 
 from nbviz.store import DB_NAME, Reader, Writer, create_or_open
 from nbviz.store.connection import _PROGRESS_OPS
+from nbviz.store.encoding import counts_array, pack_counts
+from nbviz.store.errors import StoredValueError
 from nbviz.store.schema import DDL_OF_VERSION
 
 LAYERS = ("enc.0", "enc.1", "head")
@@ -73,13 +75,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
 # -- what is stored ------------------------------------------------------------------
 
 
-def test_histogram_counts_are_stored_at_the_narrowest_width_and_read_back_as_int64(
+def test_histogram_counts_are_stored_in_the_fewest_bits_and_read_back_as_int64(
     runs: dict[int, Path],
 ) -> None:
     conn = sqlite3.connect(runs[SHORT] / DB_NAME)
-    widths = {r[0] for r in conn.execute("SELECT length(counts) / bins FROM histograms")}
+    widths = {r[0] for r in conn.execute("SELECT length(counts) FROM histograms")}
     conn.close()
-    assert widths == {2}  # counts up to 999: two bytes a bin, not eight
+    assert widths == {1 + 16 * 10 // 8}  # counts up to 999: 10 bits a bin, not 64
     with Reader(runs[SHORT]) as r:
         rows = r.histogram_rows("enc.1", "activation", steps=[3, 4])
         assert rows.counts.dtype == np.int64
@@ -274,3 +276,21 @@ def test_a_summary_never_holds_more_than_max_points_rows(
 def test_full_reads_do_grow_so_the_count_measures_something(readers: dict[int, Reader]) -> None:
     cost = {n: _vm_steps(r, lambda r=r: r.scalars("loss")) for n, r in readers.items()}
     assert cost[LONG] > 10 * cost[SHORT], cost
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [[0] * 5, [255, 0], [256], [1], [-3, 5], [2**63 - 1, 0], [2**62], [2**40, 1], list(range(300))],
+)
+def test_packed_counts_read_back_exactly(counts: list[int]) -> None:
+    blob, bins = pack_counts(np.array(counts, dtype="<i8").tobytes())
+    assert bins == len(counts)
+    np.testing.assert_array_equal(counts_array(blob, bins), counts)
+
+
+def test_counts_that_do_not_fit_their_bin_count_are_refused() -> None:
+    blob, bins = pack_counts(np.arange(64, dtype="<i8").tobytes())
+    with pytest.raises(StoredValueError, match="64 bins hold 3 bytes"):
+        counts_array(b"\x01\x02\x03", 64)
+    with pytest.raises(StoredValueError):
+        counts_array(b"\x41" + blob[1:], bins)  # 65 bits a count

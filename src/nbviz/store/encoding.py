@@ -3,9 +3,9 @@
 Runs in the writer thread, never on the training thread. Statistics,
 histograms and per-unit values name their ``(layer, signal)`` pair by the
 integer ``series.id`` (created at its first row), and a histogram's int64
-counts are stored at the narrowest width that holds them: most bins of a
-histogram of a few thousand values fit in two bytes, a quarter of int64's eight.
-:func:`counts_array` reads them back as int64, whatever the width.
+counts are stored in as many bits each as the largest needs: counts of a few
+thousand values take 10 to 13 bits, not 64. :func:`counts_array` reads them
+back as int64.
 """
 
 from __future__ import annotations
@@ -19,49 +19,77 @@ import numpy as np
 from nbviz.store.errors import StoredValueError
 from nbviz.store.tables import STORED
 
-__all__ = ["SeriesIds", "counts_array", "encode_rows", "pack_counts"]
+__all__ = ["SeriesIds", "counts_array", "encode_rows", "pack_counts", "pack_counts_rows"]
 
-_WIDTHS = {1: "u1", 2: "<u2", 4: "<u4", 8: "<i8"}
+
+def _pack_group(counts: np.ndarray, bits: int) -> np.ndarray:
+    """Rows of uint64 ``counts`` as ``bits``-bit big-endian fields, one packed row each."""
+    n, bins = counts.shape
+    as_bits = np.unpackbits(counts.astype(">u8").view(np.uint8).reshape(n, bins, 8), axis=2)
+    return np.packbits(as_bits[:, :, 64 - bits :].reshape(n, bins * bits), axis=1)
+
+
+def _bits(counts: np.ndarray) -> np.ndarray:
+    """Bits each row of int64 ``counts`` needs: 64 where a count is negative."""
+    top = counts.max(axis=1)
+    bits = np.ones(len(counts), dtype=np.int64)
+    for k in range(1, 64):
+        bits += top >= (1 << k)
+    return np.where(counts.min(axis=1) < 0, 64, bits)
+
+
+def pack_counts_rows(blobs: Sequence[Any]) -> list[tuple[bytes, int]]:
+    """``(stored bytes, bins)`` of each little-endian int64 histogram counts blob.
+
+    Stored: one byte giving the bits per count (the fewest that hold the
+    largest; 64 for a negative count, kept in two's complement), then the
+    counts as fields of that many bits, most significant first. Counts of up
+    to 1000 take 10 bits, against int64's 64. A blob that is not whole int64s
+    is kept as it came (and refused when read). Rows of one bin count are
+    packed together, without a Python loop per count.
+    """
+    out: list[tuple[bytes, int]] = [(b"", 0)] * len(blobs)
+    by_bins: dict[int, list[int]] = {}
+    datas = [bytes(b) for b in blobs]
+    for i, data in enumerate(datas):
+        if len(data) % 8 or not data:
+            out[i] = (data, len(data) // 8)
+        else:
+            by_bins.setdefault(len(data) // 8, []).append(i)
+    for bins, rows in by_bins.items():
+        counts = np.frombuffer(b"".join(datas[i] for i in rows), dtype="<i8").reshape(-1, bins)
+        bits = _bits(counts)
+        for b in np.unique(bits):
+            sel = np.flatnonzero(bits == b)
+            packed = _pack_group(counts[sel].view(np.uint64), int(b))
+            head = bytes([int(b)])
+            for j, row in zip(sel, packed):
+                out[rows[j]] = (head + row.tobytes(), bins)
+    return out
 
 
 def pack_counts(blob: Any) -> tuple[bytes, int]:
-    """``(stored bytes, bins)`` of little-endian int64 histogram counts.
-
-    Counts that are all in 0..255 take one byte each, in 0..65535 two, in
-    0..2**32-1 four; anything else (a negative count, a blob that is not whole
-    int64s) is kept as it came.
-    """
-    data = bytes(blob)
-    if len(data) % 8:
-        return data, len(data) // 8 or 1  # not int64s: kept, and refused when read
-    counts = np.frombuffer(data, dtype="<i8")
-    if len(counts) == 0:
-        return data, 0
-    low, high = int(counts.min()), int(counts.max())
-    if low < 0:
-        return data, len(counts)
-    for width in (1, 2, 4):
-        if high < 1 << (8 * width):
-            return counts.astype(_WIDTHS[width]).tobytes(), len(counts)
-    return data, len(counts)
+    """``(stored bytes, bins)`` of one int64 counts blob (see :func:`pack_counts_rows`)."""
+    return pack_counts_rows([blob])[0]
 
 
 def counts_array(blob: Any, bins: Any) -> np.ndarray:
     """Stored histogram counts as a read-only int64 array; StoredValueError if they do not
-    decode (a width other than 1, 2, 4 or 8 bytes per bin)."""
+    decode (a header or a length that does not fit the bin count)."""
     if not isinstance(blob, bytes) or type(bins) is not int or bins < 0:
         raise StoredValueError(f"histogram counts of {bins!r} bins in {type(blob).__name__}")
     if bins == 0:
         if blob:
             raise StoredValueError(f"histogram counts of 0 bins hold {len(blob)} bytes")
         return np.zeros(0, dtype=np.int64)
-    width, rest = divmod(len(blob), bins)
-    if rest or width not in _WIDTHS:
+    bits = blob[0] if blob else 0
+    if not 1 <= bits <= 64 or len(blob) != 1 + (bins * bits + 7) // 8:
         raise StoredValueError(f"histogram counts of {bins} bins hold {len(blob)} bytes")
-    out = np.frombuffer(blob, dtype=_WIDTHS[width])
-    if width != 8:
-        out = out.astype(np.int64)
-        out.flags.writeable = False
+    fields = np.unpackbits(np.frombuffer(blob, dtype=np.uint8, offset=1), count=bins * bits)
+    full = np.zeros((bins, 64), dtype=np.uint8)
+    full[:, 64 - bits :] = fields.reshape(bins, bits)
+    out = np.packbits(full, axis=1).view(">u8").reshape(bins).astype(np.int64)
+    out.flags.writeable = False
     return out
 
 
@@ -100,11 +128,9 @@ def encode_rows(
     if table == "layer_stats":
         return [(r[0], get(conn, r[1], r[2]), *r[3:]) for r in rows]
     if table == "histograms":
-        out = []
-        for step, layer, signal, lo, hi, counts, under, over, nonfinite in rows:
-            packed, bins = pack_counts(counts)
-            out.append(
-                (step, get(conn, layer, signal), lo, hi, packed, bins, under, over, nonfinite)
-            )
-        return out
+        packed = pack_counts_rows([r[5] for r in rows])
+        return [
+            (r[0], get(conn, r[1], r[2]), r[3], r[4], p, bins, r[6], r[7], r[8])
+            for r, (p, bins) in zip(rows, packed)
+        ]
     return [(r[0], get(conn, r[1], r[2]), r[3]) for r in rows]  # unit_stats
