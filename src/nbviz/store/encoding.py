@@ -19,7 +19,15 @@ import numpy as np
 from nbviz.store.errors import StoredValueError
 from nbviz.store.tables import STORED
 
-__all__ = ["SeriesIds", "counts_array", "encode_rows", "pack_counts", "pack_counts_rows"]
+__all__ = [
+    "SeriesIds",
+    "counts_array",
+    "counts_check",
+    "counts_rows",
+    "encode_rows",
+    "pack_counts",
+    "pack_counts_rows",
+]
 
 
 def _pack_group(counts: np.ndarray, bits: int) -> np.ndarray:
@@ -73,24 +81,51 @@ def pack_counts(blob: Any) -> tuple[bytes, int]:
     return pack_counts_rows([blob])[0]
 
 
-def counts_array(blob: Any, bins: Any) -> np.ndarray:
-    """Stored histogram counts as a read-only int64 array; StoredValueError if they do not
-    decode (a header or a length that does not fit the bin count)."""
+def _unpack_group(packed: np.ndarray, bins: int, bits: int) -> np.ndarray:
+    """Rows of ``bits``-bit fields (uint8 [n, bytes]) as int64 [n, bins]."""
+    n = len(packed)
+    fields = np.unpackbits(packed, axis=1, count=bins * bits).reshape(n, bins, bits)
+    full = np.zeros((n, bins, 64), dtype=np.uint8)
+    full[:, :, 64 - bits :] = fields
+    return np.packbits(full, axis=2).view(">u8").reshape(n, bins).astype(np.int64)
+
+
+def counts_rows(blobs: Sequence[Any], bins: Sequence[Any]) -> list[np.ndarray]:
+    """:func:`counts_array` of each row, rows of one layout decoded together."""
+    out: list[np.ndarray | None] = [None] * len(blobs)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, (blob, n) in enumerate(zip(blobs, bins)):
+        counts_check(blob, n)
+        if n == 0:
+            out[i] = np.zeros(0, dtype=np.int64)
+        else:
+            groups.setdefault((n, blob[0]), []).append(i)
+    for (n, bits), rows in groups.items():
+        packed = np.frombuffer(b"".join(blobs[i][1:] for i in rows), dtype=np.uint8)
+        matrix = _unpack_group(packed.reshape(len(rows), -1), n, bits)
+        matrix.flags.writeable = False
+        for j, i in enumerate(rows):
+            out[i] = matrix[j]
+    return out  # type: ignore[return-value]
+
+
+def counts_check(blob: Any, bins: Any) -> None:
+    """StoredValueError unless ``blob`` holds ``bins`` packed counts (see pack_counts_rows)."""
     if not isinstance(blob, bytes) or type(bins) is not int or bins < 0:
         raise StoredValueError(f"histogram counts of {bins!r} bins in {type(blob).__name__}")
     if bins == 0:
         if blob:
             raise StoredValueError(f"histogram counts of 0 bins hold {len(blob)} bytes")
-        return np.zeros(0, dtype=np.int64)
+        return
     bits = blob[0] if blob else 0
     if not 1 <= bits <= 64 or len(blob) != 1 + (bins * bits + 7) // 8:
         raise StoredValueError(f"histogram counts of {bins} bins hold {len(blob)} bytes")
-    fields = np.unpackbits(np.frombuffer(blob, dtype=np.uint8, offset=1), count=bins * bits)
-    full = np.zeros((bins, 64), dtype=np.uint8)
-    full[:, 64 - bits :] = fields.reshape(bins, bits)
-    out = np.packbits(full, axis=1).view(">u8").reshape(bins).astype(np.int64)
-    out.flags.writeable = False
-    return out
+
+
+def counts_array(blob: Any, bins: Any) -> np.ndarray:
+    """Stored histogram counts as a read-only int64 array; StoredValueError if they do not
+    decode (a header or a length that does not fit the bin count)."""
+    return counts_rows([blob], [bins])[0]
 
 
 class SeriesIds:

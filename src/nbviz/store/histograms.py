@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from nbviz.store.columns import floats, frame, int_array, nan, nz_ints
-from nbviz.store.encoding import counts_array
+from nbviz.store.encoding import counts_array, counts_rows
 from nbviz.store.query import MissingStepError, ReaderBase, and_equal, describe_steps
 
 __all__ = ["HistogramQueries", "HistogramRows"]
@@ -87,7 +87,7 @@ class HistogramQueries(ReaderBase):
         st, lo, hi, blobs, bins, under, over, nonfin = (
             list(zip(*rows)) if rows else [(), (), (), (), (), (), (), ()]
         )
-        arrays = [counts_array(b, n) for b, n in zip(blobs, bins)]
+        arrays = counts_rows(blobs, bins)
         sizes = {len(a) for a in arrays}
         if len(sizes) > 1:
             raise ValueError(
@@ -134,5 +134,5 @@ class HistogramQueries(ReaderBase):
             ("layer", "signal", "lo", "hi", "underflow", "overflow", "nonfinite"),
             "ssffiii",
         )
-        out["counts"] = [counts_array(r[7], r[8]) for r in rows]
+        out["counts"] = counts_rows([r[7] for r in rows], [r[8] for r in rows])
         return out
