@@ -1,12 +1,13 @@
 """Run-store benchmark: Writer throughput and read latency at 1k, 10k and 100k steps.
 
 Each step holds 2 signals x 50 layers of layer_stats and of 64-bin histograms.
-The databases for the read measurements are built by direct ``executemany`` in
-one transaction (the fastest way to get 100k steps on disk), then switched to
-WAL mode like any run; the Writer's throughput is measured on its own.
+The databases for the read measurements are written through ``Writer`` in large
+batches (rows generated here, stored as a probe's are, summaries included); the
+Writer's throughput one step at a time is measured on its own.
 
     python benchmarks/store_bench.py              # 1k, 10k, 100k steps
     python benchmarks/store_bench.py --steps 1000 10000 --reads 50
+    python benchmarks/store_bench.py --keep /tmp/store-runs   # build once, measure again
 
 Reads run with the database in the OS page cache (it was just written), as in
 a notebook that follows a run; medians over random steps.
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import itertools
 import random
 import shutil
 import statistics
@@ -25,16 +25,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
-from harness import Table, scratch
+from harness import Table, print_table, scratch
 
-from nbviz.store import Reader, Writer, create_or_open
-from nbviz.store.schema import DDL
-from nbviz.store.writer import _insert_sql
+from nbviz.store import Reader, Writer
 
 N_LAYERS = 50
 SIGNALS = ("activation", "gradient")
 N_BINS = 64
 LAYERS = [f"block{i // 5}.layer{i % 5}" for i in range(N_LAYERS)]
+GROWTH = ("stats_at", "hist_at", "layer", "hrows", "summary", "zoom", "seek")
 
 
 def stat_rows(step: int) -> list[tuple]:
@@ -103,34 +102,16 @@ def writer_with_busy_caller(root: Path, n_steps: int, busy_ms: float) -> tuple[f
 
 
 def build(run: Path, n_steps: int) -> float:
-    """Write n_steps of stats and histograms in one transaction; returns seconds."""
+    """Write n_steps of stats and histograms through the Writer (as a probe would, with
+    its summaries), in large batches; returns seconds."""
     start = time.perf_counter()
-    conn = create_or_open(run)
-    conn.execute("PRAGMA journal_mode=OFF")  # setup only; switched back to WAL below
-    conn.execute("PRAGMA synchronous=OFF")
-    conn.execute("PRAGMA cache_size=-262144")
-    indexes = [s for s in DDL if s.lstrip().startswith("CREATE INDEX")]
-    for name in ("layer_stats_by_layer", "histograms_by_layer"):
-        conn.execute(f"DROP INDEX {name}")
     blob = _blob()
-    per_step = len(SIGNALS) * N_LAYERS
-    chunk = 2000 // per_step  # steps per statement: 2000 rows, under the bind limit
-    stats_sql = _insert_sql("layer_stats", chunk * per_step)
-    hist_sql = _insert_sql("histograms", chunk * per_step)
-    flat = itertools.chain.from_iterable
-    conn.execute("BEGIN")
-    for lo in range(0, n_steps - n_steps % chunk, chunk):
-        steps = range(lo, lo + chunk)
-        conn.execute(stats_sql, list(flat(r for s in steps for r in stat_rows(s))))
-        conn.execute(hist_sql, list(flat(r for s in steps for r in histogram_rows(s, blob))))
-    for s in range(n_steps - n_steps % chunk, n_steps):
-        conn.executemany(_insert_sql("layer_stats"), stat_rows(s))
-        conn.executemany(_insert_sql("histograms"), histogram_rows(s, blob))
-    for statement in indexes:
-        conn.execute(statement)
-    conn.execute("COMMIT")
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.close()
+    w = Writer(run, commit_interval=5.0, max_pending=500_000, max_pending_bytes=512 << 20)
+    for lo in range(0, n_steps, 500):
+        steps = range(lo, min(lo + 500, n_steps))
+        w.insert("layer_stats", [r for s in steps for r in stat_rows(s)])
+        w.insert("histograms", [r for s in steps for r in histogram_rows(s, blob)])
+    w.close()
     return time.perf_counter() - start
 
 
@@ -158,6 +139,17 @@ def measure_reads(reader: Reader, n_steps: int, rng: random.Random, reads: int) 
         "layer": median_ms(lambda i: reader.stats("activation", layers[i]), range(5)),
         "hrows": median_ms(lambda i: reader.histogram_rows(layers[i], "gradient"), range(5)),
         "steps": median_ms(lambda _: reader.steps("activation"), range(3)),
+        # the bounded reads the views make
+        "summary": median_ms(
+            lambda i: reader.stats_summary("activation", layers[i], 1000), range(5)
+        ),
+        "zoom": median_ms(
+            lambda i: reader.stats_summary(
+                "activation", layers[i], 1000, (n_steps // 2, n_steps // 2 + n_steps // 100)
+            ),
+            range(5),
+        ),
+        "seek": median_ms(lambda s: reader.histogram_before(layers[s % 5], "gradient", s), steps),
     }
 
 
@@ -176,10 +168,14 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=50)
     parser.add_argument("--writer-steps", type=int, default=3000)
     parser.add_argument("--dir", type=Path, default=None, help="where to put the databases")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="build the runs here, keep them, reuse them"
+    )
+    parser.add_argument("--no-writer", action="store_true", help="skip the Writer throughput")
     args = parser.parse_args()
 
     rng = random.Random(0)
-    with scratch("nbviz-store-bench-", within=args.dir) as root:
+    with scratch("nbviz-store-bench-", keep=args.keep, within=args.dir) as root:
         per_step = len(SIGNALS) * N_LAYERS
         print(
             f"{N_LAYERS} layers x {len(SIGNALS)} signals per step, {N_BINS}-bin histograms; "
@@ -187,33 +183,41 @@ def main() -> None:
         )
         print()
         print("Writer throughput (Writer.insert of one step's rows at a time, then flush)")
-        for table in ("layer_stats", "histograms"):
+        for table in () if args.no_writer else ("layer_stats", "histograms"):
             rate = writer_throughput(root, table, args.writer_steps)
             n_rows = args.writer_steps * per_step
             print(f"  {table:<12} {rate:>10,.0f} records/s  ({n_rows:,} rows)")
         busy_ms = 1.0
-        rate, lag = writer_with_busy_caller(root, 1000, busy_ms)
-        print(
-            f"  layer_stats  {rate:>10,.0f} records/s  with the caller's thread busy in Python "
-            f"{busy_ms:g} ms per step; final flush waited {lag * 1000:.0f} ms"
-        )
+        if not args.no_writer:
+            rate, lag = writer_with_busy_caller(root, 1000, busy_ms)
+            print(
+                f"  layer_stats  {rate:>10,.0f} records/s  with the caller's thread busy in "
+                f"Python {busy_ms:g} ms per step; final flush waited {lag * 1000:.0f} ms"
+            )
         print()
         print("Read latency, ms (median; 'both' = stats_at + histograms_at of one step)")
         table = Table(
-            ["steps", "rows/table", "db MB", "build s", "stats_at", "hist_at", "both"]
-            + ["layer stats", "layer hists", "steps()"],
-            [9] * 10,
+            ["steps", "rows/table", "db MB", "B/layer-step", "build s", "stats_at", "hist_at"]
+            + ["both", "layer stats", "layer hists", "steps()", "summary", "zoom 1%", "seek"],
+            [9] * 14,
         )
+        growth = []
+        first: dict | None = None
         for n_steps in args.steps:
             run = root / f"run-{n_steps}"
-            build_s = build(run, n_steps)
-            size_mb = sum(p.stat().st_size for p in run.iterdir()) / 1e6
+            build_s = float("nan")
+            if not (run / "run.sqlite").exists():
+                build_s = build(run, n_steps)
+            size = sum(p.stat().st_size for p in run.iterdir())
             with Reader(run) as reader:
                 ms = measure_reads(reader, n_steps, rng, args.reads)
+            first = first or ms
+            growth.append([f"{n_steps:,}", *(f"{ms[k] / first[k]:.2f}x" for k in GROWTH)])
             table.row(
                 f"{n_steps:,}",
                 f"{n_steps * per_step:,}",
-                f"{size_mb:,.0f}",
+                f"{size / 1e6:,.0f}",
+                f"{size / (n_steps * N_LAYERS):,.0f}",
                 f"{build_s:.1f}",
                 f"{ms['stats_at']:.2f}",
                 f"{ms['hist_at']:.2f}",
@@ -221,13 +225,24 @@ def main() -> None:
                 f"{ms['layer']:.1f}",
                 f"{ms['hrows']:.1f}",
                 f"{ms['steps']:.1f}",
+                f"{ms['summary']:.2f}",
+                f"{ms['zoom']:.2f}",
+                f"{ms['seek']:.2f}",
             )
-            shutil.rmtree(run)
+            if args.keep is None:
+                shutil.rmtree(run)
         print()
         print(
             "'layer stats': stats(signal, layer) over all steps; 'layer hists': "
-            "histogram_rows(layer, signal) over all steps; 'steps()': steps(signal)."
+            "histogram_rows(layer, signal) over all steps; 'steps()': steps(signal); "
+            "'summary': stats_summary(signal, layer, 1000) (a layer's detail); 'zoom 1%': "
+            "the same over 1% of the run; 'seek': histogram_before(layer, signal, step). "
+            "B/layer-step: file bytes / (steps x layers), two signals' stats and histograms "
+            "each; build s: NaN when the run was kept from an earlier invocation."
         )
+        print()
+        print(f"Growth against {args.steps[0]:,} steps (same invocation)")
+        print_table(["steps", *GROWTH], growth)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,14 @@ per-unit zero fractions every ``--hist-every`` steps.
 
     python benchmarks/widget_payload.py                   # 1k and 100k steps
     python benchmarks/widget_payload.py --steps 1000 --keep /tmp/bench-runs
+    python benchmarks/widget_payload.py --steps 1000 1000000 --every 10 --keep /tmp/b1m
+
+The last line is the 1M-step run: the rows are generated here and written
+through ``nbviz.store.Writer`` exactly as a probe's are (no training), with
+layer statistics every 10 steps (10M rows) so that it is written in minutes;
+``--keep`` keeps the runs, so a second invocation measures without writing.
+The growth table divides each measurement by the first run's, all measured in
+one invocation (a loaded machine slows every row alike).
 """
 
 from __future__ import annotations
@@ -137,6 +145,9 @@ def views_of(dashboard: Any) -> dict[str, Any]:
 def measure(path: Path, n_steps: int, repeats: int) -> list[dict[str, Any]]:
     import nbviz
 
+    warm = nbviz.open_run(path)  # imports and first-use costs, on a run object of its own
+    nbviz.Dashboard(warm, live=False).close()
+    warm.close()
     run = nbviz.open_run(path)
     t0 = time.perf_counter()
     dash = nbviz.Dashboard(run, live=False)
@@ -159,11 +170,19 @@ def measure(path: Path, n_steps: int, repeats: int) -> list[dict[str, Any]]:
     lb.selected_layer = lb.layers[len(lb.layers) // 2]["name"]
     select_ms = (time.perf_counter() - t0) * 1000
     js, buf = state_bytes(lb)
+    # zooming into 1% of the run, in its middle: every scalar's rows in the window, the
+    # read LossCurves.window makes (a short run's chart holds every point and asks nothing)
+    lo = n_steps // 2
+    hi = lo + max(n_steps // 100, 1)
+    t0 = time.perf_counter()
+    for name in run.scalar_names():
+        run.scalar_summary(name, 2000, (lo, hi), edges=True)
+    dash.views["loss_curves"].window(lo, hi)
+    zoom_ms = (time.perf_counter() - t0) * 1000
     dash.close()
     run.close()
-    return [{**r, "build_s": build_s, "step_ms": step_ms, "select_ms": select_ms} for r in rows] + [
-        {"view": "Layers+detail", "json": js, "binary": buf}
-    ]
+    times = {"build_s": build_s, "step_ms": step_ms, "select_ms": select_ms, "zoom_ms": zoom_ms}
+    return [{**r, **times} for r in rows] + [{"view": "Layers+detail", "json": js, "binary": buf}]
 
 
 def main() -> None:
@@ -183,6 +202,8 @@ def main() -> None:
         )
         per_view = []
         summary = []
+        growth: list[list[str]] = []
+        first: dict[str, Any] | None = None
         for n_steps in args.steps:
             path = root / f"run-{n_steps}"
             t0 = time.perf_counter()
@@ -204,18 +225,32 @@ def main() -> None:
             summary.append(
                 [f"{n_steps:,}", f"{write_s:.1f}", f"{rows[0]['build_s']:.2f}"]
                 + [f"{total / 1e6:.2f}", f"{rows[0]['step_ms']:.1f}"]
-                + [f"{rows[0]['select_ms']:.1f}"]
+                + [f"{rows[0]['select_ms']:.1f}", f"{rows[0]['zoom_ms']:.1f}"]
+            )
+            first = first or rows[0]
+            growth.append(
+                [f"{n_steps:,}"]
+                + [
+                    f"{rows[0][k] / first[k]:.2f}x"
+                    for k in ("build_s", "select_ms", "step_ms", "zoom_ms")
+                ]
             )
             print(f"  built {path.name} in {write_s:.1f} s", file=sys.stderr, flush=True)
         print()
         print("Synced state per view (what the browser receives when the Dashboard is shown)")
         print_table(["steps", "view", "JSON kB", "binary kB", "total kB"], per_view)
         print()
-        print_table(["steps", "write s", "build s", "total MB", "step ms", "select ms"], summary)
+        print_table(
+            ["steps", "write s", "build s", "total MB", "step ms", "select ms", "zoom ms"], summary
+        )
+        print()
+        print(f"Growth against {args.steps[0]:,} steps (same invocation)")
+        print_table(["steps", "build", "layer click", "scrubber move", "zoom 1%"], growth)
         print()
         print(
             "build s: nbviz.Dashboard(run) in Python; step ms: one scrubber step change "
-            "(every view updates); select ms: choosing a layer in the LayerBrowser."
+            "(every view updates); select ms: choosing a layer in the LayerBrowser; zoom ms: "
+            "every scalar's rows over 1% of the run (its middle), as LossCurves.window reads them."
         )
 
 

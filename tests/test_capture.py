@@ -14,6 +14,7 @@ from torch import nn
 import nbviz
 from nbviz.demo import digits_cnn
 from nbviz.probes.capture import MAX_MAP_SIDE, MAX_MAPS, capture_sample
+from nbviz.store.schema import DDL_OF_VERSION
 
 
 def reference_outputs(model: nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -157,12 +158,12 @@ def test_evaluate_records_the_captures_of_the_ids_asked_for(tmp_path: Path) -> N
 
 
 def test_a_schema_1_run_gains_the_captures_table_when_opened_for_writing(tmp_path: Path) -> None:
-    run = nbviz.Run(tmp_path / "old")
-    run.log(0, loss=1.0)
-    run.close()
+    (tmp_path / "old").mkdir()
     conn = sqlite3.connect(tmp_path / "old" / "run.sqlite")
-    conn.execute("DROP TABLE captures")
-    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (json.dumps(1),))
+    for statement in DDL_OF_VERSION[1]:  # the tables schema 1 had
+        conn.execute(statement)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (json.dumps(1),))
+    conn.execute("INSERT INTO scalars VALUES ('loss', 0, 1.0, 0.0)")
     conn.commit()
     conn.close()
     with pytest.raises(nbviz.store.SchemaError, match="open it once for writing"):

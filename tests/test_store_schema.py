@@ -20,13 +20,15 @@ def _set_version(run: Path, version: int) -> None:
     conn.close()
 
 
-def _make_schema_1(run: Path) -> None:
-    """Turn a fresh run into what nbviz wrote at schema 1 (before the captures table)."""
+def _make_older(run: Path, version: int = SCHEMA_VERSION - 1) -> None:
+    """Make ``run`` what nbviz wrote at schema ``version``: that version's tables, empty."""
+    (run / DB_NAME).unlink()
     conn = sqlite3.connect(run / DB_NAME)
     with conn:
-        conn.execute("DROP TABLE captures")
+        for statement in schema.DDL_OF_VERSION[version]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (json.dumps(version),))
     conn.close()
-    _set_version(run, 1)
 
 
 def _stored_version(run: Path) -> int:
@@ -44,7 +46,7 @@ def test_create_makes_the_directory_database_and_schema(tmp_path: Path) -> None:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     conn.close()
     assert (run / DB_NAME).is_file()
-    assert tables == set(schema.TABLES)
+    assert tables == set(schema.TABLES) | set(schema.INTERNAL_TABLES)
     assert _stored_version(run) == SCHEMA_VERSION
 
 
@@ -106,7 +108,7 @@ def test_an_older_schema_without_a_migration_names_both_versions(
 ) -> None:
     run = tmp_path / "run"
     create_or_open(run).close()
-    _make_schema_1(run)
+    _make_older(run)
     monkeypatch.setattr(schema, "MIGRATIONS", {})
     with pytest.raises(
         SchemaError,
@@ -122,12 +124,13 @@ def test_an_older_schema_is_migrated_by_the_registered_steps(
 ) -> None:
     run = tmp_path / "run"
     create_or_open(run).close()
-    _make_schema_1(run)
+    _make_older(run)
     applied: list[int] = []
+    real = schema.MIGRATIONS[SCHEMA_VERSION - 1]
 
     def step(conn: sqlite3.Connection) -> None:
         applied.append(1)
-        schema._add_captures(conn)  # what the real step does, and a mark beside it
+        real(conn)  # what the real step does, and a mark beside it
         conn.execute("INSERT INTO meta VALUES ('migrated', 'true')")
 
     monkeypatch.setitem(schema.MIGRATIONS, SCHEMA_VERSION - 1, step)
@@ -145,7 +148,7 @@ def test_a_failed_migration_leaves_the_run_untouched(
 ) -> None:
     run = tmp_path / "run"
     create_or_open(run).close()
-    _make_schema_1(run)
+    _make_older(run)
 
     def broken(conn: sqlite3.Connection) -> None:
         conn.execute("INSERT INTO meta VALUES ('half', 'true')")

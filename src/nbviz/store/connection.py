@@ -59,7 +59,12 @@ class GuardedConnection(sqlite3.Connection):
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:  # type: ignore[override]
         if self.budget is not None:
             self._deadline = time.monotonic() + self.budget
-        return super().execute(sql, parameters)
+        try:
+            return super().execute(sql, parameters)
+        except UnicodeDecodeError as exc:  # SQLite's message quotes damaged schema text
+            raise sqlite3.DatabaseError(
+                f"database disk image is malformed (its schema holds text that is not UTF-8: {exc})"
+            ) from None
 
     def _over_budget(self) -> int:
         return 1 if time.monotonic() > self._deadline else 0

@@ -12,8 +12,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from nbviz.store.columns import floats, frame, int64_blob, int_array, nan, nz_ints
-from nbviz.store.errors import StoredValueError
+from nbviz.store.columns import floats, frame, int_array, nan, nz_ints
+from nbviz.store.encoding import counts_array, counts_rows
 from nbviz.store.query import MissingStepError, ReaderBase, and_equal, describe_steps
 
 __all__ = ["HistogramQueries", "HistogramRows"]
@@ -37,14 +37,15 @@ class HistogramQueries(ReaderBase):
     def histogram(self, layer: str, signal: str, step: int) -> tuple[np.ndarray, np.ndarray]:
         """``(edges, counts)`` of one layer's histogram: n + 1 float64 edges, n int64 counts."""
         self._check_signal(signal)
+        sid = self._sid(layer, signal)
         row = self._row(
-            "SELECT lo, hi, counts FROM histograms WHERE step = ? AND signal = ? AND layer = ?",
-            (int(step), signal, layer),
+            "SELECT lo, hi, counts, bins FROM histograms WHERE step = ? AND sid = ?",
+            (int(step), -1 if sid is None else sid),
         )
         if row is None:
             raise self._missing_histogram(layer, signal, int(step))
-        lo, hi, blob = row
-        counts = int64_blob(blob)
+        lo, hi, blob, bins = row
+        counts = counts_array(blob, bins)
         return np.linspace(nan(lo), nan(hi), len(counts) + 1), counts
 
     def histogram_steps(self, layer: str, signal: str) -> np.ndarray:
@@ -71,10 +72,11 @@ class HistogramQueries(ReaderBase):
         """One layer's histograms over time as a :class:`HistogramRows` (sorted by step)."""
         self._check_signal(signal)
         where, extra = self._step_filter(steps, step_range)
+        sid = self._sid(layer, signal)
         rows = self._q(
-            "SELECT step, lo, hi, counts, underflow, overflow, nonfinite FROM histograms "
-            f"WHERE layer = ? AND signal = ?{where} ORDER BY step",
-            [layer, signal, *extra],
+            "SELECT step, lo, hi, counts, bins, underflow, overflow, nonfinite FROM histograms "
+            f"WHERE sid = ?{where} ORDER BY step",
+            [-1 if sid is None else sid, *extra],
         )
         if not rows:
             recorded = self._layer_steps("histograms", layer, signal)
@@ -82,19 +84,21 @@ class HistogramQueries(ReaderBase):
                 raise self._unknown_layer("histograms", layer, signal)
             if isinstance(steps, (int, np.integer)):
                 raise self._missing_histogram(layer, signal, int(steps))
-        st, lo, hi, blobs, under, over, nonfin = (
-            list(zip(*rows)) if rows else [(), (), (), (), (), (), ()]
+        st, lo, hi, blobs, bins, under, over, nonfin = (
+            list(zip(*rows)) if rows else [(), (), (), (), (), (), (), ()]
         )
-        sizes = {len(b) for b in blobs}
-        if any(size % 8 for size in sizes):
-            raise StoredValueError(f"histograms of {layer!r}/{signal} hold {sorted(sizes)} bytes")
+        arrays = counts_rows(blobs, bins)
+        sizes = {len(a) for a in arrays}
         if len(sizes) > 1:
             raise ValueError(
                 f"histograms of {layer!r}/{signal} have different bin counts "
-                f"({sorted(s // 8 for s in sizes)}); select steps with one bin count"
+                f"({sorted(sizes)}); select steps with one bin count"
             )
-        n_bins = sizes.pop() // 8 if sizes else 0
-        counts = np.frombuffer(b"".join(blobs), dtype="<i8").reshape(len(rows), n_bins)
+        n_bins = sizes.pop() if sizes else 0
+        counts = (np.stack(arrays) if arrays else np.zeros((0, n_bins), dtype=np.int64)).reshape(
+            len(rows), n_bins
+        )
+        counts.flags.writeable = False
         return HistogramRows(
             int_array(st),
             floats(lo),
@@ -113,10 +117,11 @@ class HistogramQueries(ReaderBase):
         """
         if signal is not None:
             self._check_signal(signal)
-        of_signal, params = and_equal(signal=signal)
+        of_signal, params = and_equal(**{"s.signal": signal})
         rows = self._q(
-            "SELECT layer, signal, lo, hi, underflow, overflow, nonfinite, counts "
-            f"FROM histograms WHERE step = ?{of_signal} ORDER BY signal, layer",
+            "SELECT s.layer, s.signal, t.lo, t.hi, t.underflow, t.overflow, t.nonfinite, "
+            "t.counts, t.bins FROM histograms t JOIN series s ON s.id = t.sid "
+            f"WHERE t.step = ?{of_signal} ORDER BY s.signal, s.layer",
             [int(step), *params],
         )
         if not rows:
@@ -129,5 +134,5 @@ class HistogramQueries(ReaderBase):
             ("layer", "signal", "lo", "hi", "underflow", "overflow", "nonfinite"),
             "ssffiii",
         )
-        out["counts"] = [int64_blob(r[7]) for r in rows]
+        out["counts"] = counts_rows([r[7] for r in rows], [r[8] for r in rows])
         return out

@@ -15,7 +15,6 @@ from nbviz.store.query import (
     and_equal,
     close_matches,
     describe_steps,
-    skip_scan_sql,
 )
 from nbviz.store.schema import TABLES
 
@@ -23,7 +22,11 @@ __all__ = ["STAT_COLUMNS", "LayerStatsQueries"]
 
 STAT_COLUMNS = TABLES["layer_stats"]
 _STAT_KINDS = "issifffffiff"  # see nbviz.store.columns.frame
-_STAT_SELECT = ", ".join(f'"{c}"' for c in STAT_COLUMNS)
+# the stored rows name their series by id (schema 3): its layer and signal joined back
+_STAT_SELECT = ", ".join(
+    {"layer": "s.layer", "signal": "s.signal"}.get(c, f't."{c}"') for c in STAT_COLUMNS
+)
+_STAT_FROM = "layer_stats t JOIN series s ON s.id = t.sid"
 
 
 class LayerStatsQueries(ReaderBase):
@@ -32,12 +35,7 @@ class LayerStatsQueries(ReaderBase):
     def steps(self, signal: str) -> np.ndarray:
         """Sorted unique steps that have layer_stats rows for ``signal`` (int64)."""
         self._check_signal(signal)
-        sql = skip_scan_sql(
-            "layer_stats",
-            "step",
-            having="EXISTS (SELECT 1 FROM layer_stats t WHERE t.step = v AND t.signal = ?)",
-        )
-        return int_array(r[0] for r in self._q(sql, (signal,)))
+        return self.recorded_steps(f"stats:{signal}")
 
     def recorded_layers(self, signal: str | None = None, table: str = "layer_stats") -> list[str]:
         """Names with rows in ``table`` (layer_stats, histograms, unit_stats), sorted."""
@@ -62,19 +60,26 @@ class LayerStatsQueries(ReaderBase):
         nonfinite, norm, rel. ``layer=None`` means every layer.
         """
         self._check_signal(signal)
-        of_layer, params = and_equal(layer=layer)
         where, extra = self._step_filter(steps, step_range)
-        rows = self._q(
-            f"SELECT {_STAT_SELECT} FROM layer_stats WHERE signal = ?{of_layer}{where} "
-            "ORDER BY step, layer",
-            [signal, *params, *extra],
-        )
+        where = where.replace(" step ", " t.step ")
+        if layer is not None:
+            sid = self._sid(layer, signal)
+            rows = self._q(
+                f"SELECT {_STAT_SELECT} FROM {_STAT_FROM} WHERE t.sid = ?{where} ORDER BY t.step",
+                [-1 if sid is None else sid, *extra],
+            )
+        else:
+            rows = self._q(
+                f"SELECT {_STAT_SELECT} FROM {_STAT_FROM} WHERE s.signal = ?{where} "
+                "ORDER BY t.step, s.layer",
+                [signal, *extra],
+            )
         if not rows:
             if (
                 layer is not None
                 and self._one(
-                    "SELECT 1 FROM layer_stats WHERE layer = ? AND signal = ? LIMIT 1",
-                    (layer, signal),
+                    "SELECT 1 FROM layer_stats WHERE sid = ? LIMIT 1",
+                    (self._sid(layer, signal),),
                 )
                 is None
             ):
@@ -90,10 +95,10 @@ class LayerStatsQueries(ReaderBase):
         """Every layer's stats at one step (all signals, or one), sorted by signal, layer."""
         if signal is not None:
             self._check_signal(signal)
-        of_signal, params = and_equal(signal=signal)
+        of_signal, params = and_equal(**{"s.signal": signal})
         rows = self._q(
-            f"SELECT {_STAT_SELECT} FROM layer_stats WHERE step = ?{of_signal} "
-            "ORDER BY signal, layer",
+            f"SELECT {_STAT_SELECT} FROM {_STAT_FROM} WHERE t.step = ?{of_signal} "
+            "ORDER BY s.signal, s.layer",
             [int(step), *params],
         )
         if not rows:
@@ -113,10 +118,10 @@ class LayerStatsQueries(ReaderBase):
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(steps int64 [n], values float32 [n, n_units])`` for one layer and unit signal."""
         where, extra = self._step_filter(steps, step_range)
+        sid = self._sid(layer, signal)
         rows = self._q(
-            f'SELECT step, "values" FROM unit_stats WHERE layer = ? AND signal = ?{where} '
-            "ORDER BY step",
-            [layer, signal, *extra],
+            f'SELECT step, "values" FROM unit_stats WHERE sid = ?{where} ORDER BY step',
+            [-1 if sid is None else sid, *extra],
         )
         if not rows:
             recorded = self._layer_steps("unit_stats", layer, signal)

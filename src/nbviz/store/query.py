@@ -361,25 +361,24 @@ class ReaderBase(Closing):
         rows = self._q(skip_scan_sql(table, "step"))
         return int_array(r[0] for r in rows)
 
+    def _sid(self, layer: str, signal: str) -> int | None:
+        """The ``series.id`` of ``(layer, signal)``, None when nothing was recorded for it."""
+        return self._one("SELECT id FROM series WHERE layer = ? AND signal = ?", (layer, signal))
+
     def _layer_steps(self, table: str, layer: str, signal: str) -> np.ndarray:
-        rows = self._q(
-            f"SELECT step FROM {table} WHERE layer = ? AND signal = ? ORDER BY step",
-            (layer, signal),
-        )
+        sid = self._sid(layer, signal)
+        if sid is None:
+            return np.zeros(0, dtype=np.int64)
+        rows = self._q(f"SELECT step FROM {table} WHERE sid = ? ORDER BY step", (sid,))
         return int_array(r[0] for r in rows)
 
     def _pairs(self, table: str) -> list[tuple[str, str]]:
-        """Distinct (layer, signal) pairs of a table, by skip scan on its layer index."""
-        out: list[tuple[str, str]] = []
-        row = self._row(f"SELECT layer, signal FROM {table} ORDER BY layer, signal LIMIT 1")
-        nxt = (
-            f"SELECT layer, signal FROM {table} WHERE (layer, signal) > (?, ?) "
-            f"ORDER BY layer, signal LIMIT 1"
+        """Distinct (layer, signal) pairs of a table: one index seek per series."""
+        rows = self._q(
+            f"SELECT layer, signal FROM series s WHERE EXISTS (SELECT 1 FROM {table} t "
+            "WHERE t.sid = s.id) ORDER BY layer, signal"
         )
-        while row is not None:
-            out.append((row[0], row[1]))
-            row = self._row(nxt, row)
-        return out
+        return [(r[0], r[1]) for r in rows]
 
     def _unknown_layer(self, table: str, layer: str, signal: str) -> ValueError:
         pairs = self._pairs(table)

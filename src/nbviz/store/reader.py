@@ -10,7 +10,8 @@ Each table's queries live in a module of their own, on the shared base of
 - :mod:`~nbviz.store.predictions`: ``predictions`` and ``probabilities``;
 - :mod:`~nbviz.store.samples`: ``samples`` and ``captures``;
 - :mod:`~nbviz.store.embeddings`: ``embeddings`` and ``projections``;
-- :mod:`~nbviz.store.profiles`: ``profiles``.
+- :mod:`~nbviz.store.profiles`: ``profiles``;
+- :mod:`~nbviz.store.summary_queries`: bounded reads of long runs (summaries, seeks).
 
 A Reader can follow a run that another process is writing: every call is a
 fresh read transaction, so it sees the latest commit. Each thread gets its own
@@ -29,8 +30,9 @@ from nbviz.store.profiles import ProfileQueries
 from nbviz.store.query import MissingStepError
 from nbviz.store.samples import SampleQueries
 from nbviz.store.scalars import ScalarQueries
+from nbviz.store.summary_queries import SeriesSummary, SummaryQueries
 
-__all__ = ["HistogramRows", "MissingStepError", "Reader"]
+__all__ = ["HistogramRows", "MissingStepError", "Reader", "SeriesSummary"]
 
 
 class Reader(
@@ -42,6 +44,7 @@ class Reader(
     SampleQueries,
     EmbeddingQueries,
     ProfileQueries,
+    SummaryQueries,
 ):
     """Read-only access to one run directory: ``Reader(run_dir, must_exist=True)``.
 

@@ -18,8 +18,14 @@ Conventions the tables rely on:
   module's output), or the parameter's qualified name (``"conv1.weight"``) for
   weights, updates and parameter gradients. ``rel`` is ``||w - w0|| / ||w0||``
   for weights, ``||dw|| / ||w||`` for updates and NULL otherwise.
-- ``histograms.counts`` is a little-endian int64 array of n uniform bins over
-  ``[lo, hi]``; ``unit_stats.values`` is little-endian float32, one per unit.
+- ``layer_stats``, ``histograms`` and ``unit_stats`` name their ``(layer, signal)``
+  by ``sid``, the id of a ``series`` row (schema 3; :mod:`nbviz.store.tables`).
+- ``histograms.counts`` holds ``bins`` uniform bins over ``[lo, hi]``, each a
+  little-endian integer of 1, 2 or 4 unsigned bytes or 8 signed ones (the
+  narrowest that holds the counts); ``unit_stats.values`` is little-endian
+  float32, one per unit.
+- ``step_runs``, ``scalar_buckets`` and ``stat_buckets`` are summaries the
+  writer keeps as it writes (:mod:`nbviz.store.summaries`).
 - ``ids`` blobs (``probabilities``, ``embeddings``) are little-endian int64.
 - ``captures`` hold one sample's activations, one row per layer (``position`` is
   the forward order): ``summary`` is JSON (output shape and statistics),
@@ -33,15 +39,26 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 from nbviz.store.connection import BUSY_TIMEOUT_MS, DB_NAME, connect, db_path
 from nbviz.store.errors import RunFileError, SchemaError, from_sqlite_error
 from nbviz.store.file_checks import warn_lost_commits
+from nbviz.store.migrations import MIGRATIONS
+from nbviz.store.tables import (
+    DDL,
+    DDL_OF_VERSION,
+    INTERNAL_TABLES,
+    SCHEMA_VERSION,
+    SIGNALS,
+    TABLES,
+)
 
 __all__ = [
+    "DDL",
+    "DDL_OF_VERSION",
+    "INTERNAL_TABLES",
     "BUSY_TIMEOUT_MS",
     "DB_NAME",
     "MIGRATIONS",
@@ -58,161 +75,6 @@ __all__ = [
     "db_path",
     "read_schema_version",
 ]
-
-SCHEMA_VERSION = 2
-SIGNALS = ("activation", "gradient", "weight", "update")
-
-# Column order of every table: the order of the tuples handed to Writer.insert.
-TABLES: dict[str, tuple[str, ...]] = {
-    "meta": ("key", "value"),
-    "scalars": ("name", "step", "value", "wall_time"),
-    "layer_stats": (
-        "step",
-        "layer",
-        "signal",
-        "count",
-        "mean",
-        "std",
-        "min",
-        "max",
-        "zero_frac",
-        "nonfinite",
-        "norm",
-        "rel",
-    ),
-    "histograms": (
-        "step",
-        "layer",
-        "signal",
-        "lo",
-        "hi",
-        "counts",
-        "underflow",
-        "overflow",
-        "nonfinite",
-    ),
-    "unit_stats": ("step", "layer", "signal", "values"),
-    "events": ("kind", "layer", "signal", "step", "detail"),
-    "predictions": ("split", "step", "id", "label", "pred", "loss", "confidence"),
-    "probabilities": ("split", "step", "ids", "probs", "dtype", "shape"),
-    "samples": ("split", "id", "label", "kind", "payload", "dtype", "shape", "text"),
-    "embeddings": (
-        "split",
-        "layer",
-        "kind",
-        "step",
-        "ids",
-        "matrix",
-        "dtype",
-        "shape",
-    ),
-    "projections": (
-        "key",
-        "split",
-        "layer",
-        "step",
-        "method",
-        "params",
-        "matrix",
-        "dtype",
-        "shape",
-        "created",
-    ),
-    "profiles": ("step", "name", "payload"),
-    "captures": (
-        "split",
-        "id",
-        "step",
-        "position",
-        "layer",
-        "type",
-        "summary",
-        "units",
-        "maps",
-        "maps_shape",
-    ),
-}
-
-_CAPTURES_DDL = """CREATE TABLE IF NOT EXISTS captures(
-        split TEXT NOT NULL, id INTEGER NOT NULL, step INTEGER NOT NULL,
-        position INTEGER NOT NULL, layer TEXT NOT NULL, type TEXT, summary TEXT NOT NULL,
-        units BLOB, maps BLOB, maps_shape TEXT,
-        PRIMARY KEY(split, id, step, layer))"""
-
-# Tables with small rows cluster on their natural key (WITHOUT ROWID). Tables
-# whose rows carry blobs keep a rowid: SQLite advises against WITHOUT ROWID for
-# rows over ~1/20 of a page, and the key is then a unique index.
-DDL: tuple[str, ...] = (
-    """CREATE TABLE IF NOT EXISTS meta(
-        key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS scalars(
-        name TEXT NOT NULL, step INTEGER NOT NULL, value REAL, wall_time REAL,
-        PRIMARY KEY(name, step)) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS layer_stats(
-        step INTEGER NOT NULL, layer TEXT NOT NULL, signal TEXT NOT NULL,
-        count INTEGER, mean REAL, std REAL, min REAL, max REAL, zero_frac REAL,
-        nonfinite INTEGER, norm REAL, rel REAL,
-        PRIMARY KEY(step, signal, layer)) WITHOUT ROWID""",
-    """CREATE INDEX IF NOT EXISTS layer_stats_by_layer
-        ON layer_stats(layer, signal, step)""",
-    """CREATE TABLE IF NOT EXISTS histograms(
-        step INTEGER NOT NULL, layer TEXT NOT NULL, signal TEXT NOT NULL,
-        lo REAL, hi REAL, counts BLOB NOT NULL, underflow INTEGER,
-        overflow INTEGER, nonfinite INTEGER,
-        PRIMARY KEY(step, signal, layer))""",
-    """CREATE INDEX IF NOT EXISTS histograms_by_layer
-        ON histograms(layer, signal, step)""",
-    """CREATE TABLE IF NOT EXISTS unit_stats(
-        step INTEGER NOT NULL, layer TEXT NOT NULL, signal TEXT NOT NULL,
-        "values" BLOB NOT NULL,
-        PRIMARY KEY(layer, signal, step))""",
-    """CREATE TABLE IF NOT EXISTS events(
-        kind TEXT NOT NULL, layer TEXT NOT NULL, signal TEXT NOT NULL,
-        step INTEGER, detail TEXT,
-        PRIMARY KEY(kind, layer, signal)) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS predictions(
-        split TEXT NOT NULL, step INTEGER NOT NULL, id INTEGER NOT NULL,
-        label INTEGER, pred INTEGER, loss REAL, confidence REAL,
-        PRIMARY KEY(split, step, id)) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS probabilities(
-        split TEXT NOT NULL, step INTEGER NOT NULL, ids BLOB NOT NULL,
-        probs BLOB NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL,
-        PRIMARY KEY(split, step))""",
-    """CREATE TABLE IF NOT EXISTS samples(
-        split TEXT NOT NULL, id INTEGER NOT NULL, label INTEGER,
-        kind TEXT NOT NULL, payload BLOB, dtype TEXT, shape TEXT, text TEXT,
-        PRIMARY KEY(split, id))""",
-    """CREATE TABLE IF NOT EXISTS embeddings(
-        split TEXT NOT NULL, layer TEXT NOT NULL, kind TEXT NOT NULL,
-        step INTEGER NOT NULL, ids BLOB NOT NULL, matrix BLOB NOT NULL,
-        dtype TEXT NOT NULL, shape TEXT NOT NULL,
-        PRIMARY KEY(split, layer, kind, step))""",
-    """CREATE TABLE IF NOT EXISTS projections(
-        key TEXT PRIMARY KEY, split TEXT, layer TEXT, step INTEGER,
-        method TEXT, params TEXT, matrix BLOB NOT NULL, dtype TEXT NOT NULL,
-        shape TEXT NOT NULL, created REAL)""",
-    """CREATE TABLE IF NOT EXISTS profiles(
-        step INTEGER NOT NULL, name TEXT NOT NULL, payload TEXT,
-        PRIMARY KEY(step, name)) WITHOUT ROWID""",
-    _CAPTURES_DDL,
-)
-
-
-# Schema upgrades: MIGRATIONS[n] turns a schema-n database into schema n + 1.
-# Each step runs inside one transaction; create_or_open records the new version.
-def _add_captures(conn: sqlite3.Connection) -> None:
-    """Schema 1 -> 2: the ``captures`` table (one sample's activations per layer)."""
-    conn.execute(_CAPTURES_DDL)
-
-
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _add_captures}
-
-
-#: The DDL of each schema version this nbviz reads: what a run of that version holds.
-DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
-    1: tuple(d for d in DDL if d is not _CAPTURES_DDL),
-    2: DDL,
-}
 
 _NOT_A_RUN = "open a run directory that nbviz recorded"
 _FOREIGN = (

@@ -30,8 +30,11 @@ from typing import Any
 
 from nbviz.store.closing import Closing
 from nbviz.store.connection import close_writer, db_path
+from nbviz.store.encoding import SeriesIds, encode_rows
 from nbviz.store.errors import warn_run_file
 from nbviz.store.schema import TABLES, create_or_open
+from nbviz.store.summaries import StepRuns, Touched, refresh
+from nbviz.store.tables import STORED
 
 __all__ = ["Writer", "WriterError"]
 
@@ -59,7 +62,7 @@ class WriterError(RuntimeError):
 
 
 def _insert_sql(table: str, nrows: int = 1) -> str:
-    columns = TABLES[table]
+    columns = STORED.get(table, TABLES[table])
     names = ", ".join(f'"{c}"' for c in columns)
     row = "(" + ", ".join("?" for _ in columns) + ")"
     return f"INSERT OR REPLACE INTO {table} ({names}) VALUES {', '.join([row] * nrows)}"
@@ -109,6 +112,8 @@ class _State:
     error: WriterError | None = None  # first unreported error
     more_errors: int = 0
     fatal: WriterError | None = None  # the thread itself failed
+    ids: SeriesIds = field(default_factory=SeriesIds)  # the writer thread's alone
+    runs: StepRuns = field(default_factory=StepRuns)  # the writer thread's alone
     by_close: bool = False  # shut down by Writer.close, which raises what went wrong
 
 
@@ -133,7 +138,7 @@ def _chunk_sizes(conn: sqlite3.Connection, table: str) -> list[int]:
     else:
         limit = 32766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
     size = _MAX_CHUNK
-    while size * len(TABLES[table]) > limit:
+    while size * len(STORED.get(table, TABLES[table])) > limit:
         size //= 2
     sizes = []
     while size > 1:
@@ -145,6 +150,11 @@ def _chunk_sizes(conn: sqlite3.Connection, table: str) -> list[int]:
 def _insert_rows(state: _State, table: str, rows: list[Sequence[Any]], sizes: list[int]) -> None:
     conn = state.conn
     flat = itertools.chain.from_iterable
+    try:
+        rows = encode_rows(conn, state.ids, table, rows)
+    except Exception:  # noqa: BLE001 - retried row by row to keep the good rows
+        _insert_one_by_one(state, table, rows)
+        return
     start, n = 0, len(rows)
     for size in sizes:
         sql = None
@@ -154,18 +164,21 @@ def _insert_rows(state: _State, table: str, rows: list[Sequence[Any]], sizes: li
             try:
                 conn.execute(sql, list(flat(chunk)))
             except Exception:  # noqa: BLE001 - retried row by row to keep the good rows
-                _insert_one_by_one(state, table, chunk)
+                _insert_one_by_one(state, table, chunk, encoded=True)
             start += size
     if start < n:
-        _insert_one_by_one(state, table, rows[start:])
+        _insert_one_by_one(state, table, rows[start:], encoded=True)
 
 
-def _insert_one_by_one(state: _State, table: str, rows: list[Sequence[Any]]) -> None:
+def _insert_one_by_one(
+    state: _State, table: str, rows: list[Sequence[Any]], encoded: bool = False
+) -> None:
     sql = _INSERT_SQL[table]
     failed, first = 0, None
     for row in rows:
         try:
-            state.conn.execute(sql, row)
+            stored = row if encoded else encode_rows(state.conn, state.ids, table, [row])[0]
+            state.conn.execute(sql, stored)
         except Exception as exc:  # noqa: BLE001 - kept and re-raised on the next call
             failed += 1
             if first is None:
@@ -181,7 +194,9 @@ def _insert_one_by_one(state: _State, table: str, rows: list[Sequence[Any]]) -> 
 
 
 def _execute(state: _State, items: list[_Item], sizes: dict[str, list[int]]) -> None:
-    """Run queued items in order; consecutive inserts into one table go together."""
+    """Run queued items in order; consecutive inserts into one table go together; then
+    bring the summaries of what was written up to date (in the same transaction)."""
+    touched = Touched()
     i = 0
     while i < len(items):
         item = items[i]
@@ -196,10 +211,16 @@ def _execute(state: _State, items: list[_Item], sizes: dict[str, list[int]]) -> 
         while j < len(items) and items[j].op == "insert" and items[j].table == item.table:
             j += 1
         rows = item.rows if j == i + 1 else [r for it in items[i:j] for r in it.rows]
+        touched.note(item.table, rows)
         if item.table not in sizes:
             sizes[item.table] = _chunk_sizes(state.conn, item.table)
         _insert_rows(state, item.table, rows, sizes[item.table])
         i = j
+    if touched:
+        try:
+            refresh(state.conn, touched, state.runs)
+        except Exception as exc:  # noqa: BLE001 - kept and re-raised on the next call
+            _record(state, "updating the run's summaries", exc)
 
 
 def _commit(state: _State) -> None:
@@ -207,6 +228,8 @@ def _commit(state: _State) -> None:
         state.conn.execute("COMMIT")
     except Exception as exc:  # noqa: BLE001
         _record(state, "commit failed; the rows of this batch are lost", exc)
+        state.ids.clear()
+        state.runs.clear()
         try:
             state.conn.execute("ROLLBACK")
         except sqlite3.Error:

@@ -186,7 +186,8 @@ class Histograms(LiveView):
             self.data = {}
             self.notice = ""
             return
-        self._steps = np.asarray(self._run.histogram_steps(self.layer, sig), dtype=np.int64)
+        # the steps any layer has this signal's histograms at (runs of steps: a few rows)
+        self._steps = np.asarray(self._run.recorded_steps(f"histograms:{sig}"), dtype=np.int64)
         sample = evenly(self._steps, MAX_ROWS)
         rows = self._run.histogram_rows(self.layer, sig, steps=[int(s) for s in sample])
         lo, hi, counts = common_bins(rows.lo, rows.hi, rows.counts)

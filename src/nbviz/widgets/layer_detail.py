@@ -28,7 +28,6 @@ __all__ = [
 ]
 
 DETAIL_POINTS = 1000
-FULL_READ_MAX = 20_000  # captures read whole (then bucketed); beyond this, sampled
 DEAD_WINDOW = 2000  # captures before the step searched for per-unit stats
 DEAD_COLUMNS = 400
 DEAD_CELLS = 250_000
@@ -87,24 +86,21 @@ def stats_detail(
     series = []
     notes = []
     for signal, layer, label in _wanted_series(row):
-        steps = index.steps(signal)
-        if len(steps) == 0 or layer not in recorded.get(signal, ()):
+        if len(index.steps(signal)) == 0 or layer not in recorded.get(signal, ()):
             continue
         try:
-            if len(steps) <= FULL_READ_MAX:
-                frame = run.stats(signal, layer)
-                how = "captures in buckets (extremes kept)"
-            else:
-                sample = evenly(steps, 2 * DETAIL_POINTS)
-                frame = run.stats(signal, layer, steps=[int(s) for s in sample])
-                how = "captures, sampled evenly"
+            # the captures, or min/max/mean buckets of them: a bounded read
+            summary = run.stats_summary(signal, layer, DETAIL_POINTS)
         except (ValueError, KeyError):
             continue  # this layer has no rows for the signal
+        frame = summary.frame
         if len(frame) == 0:
             continue
-        data = bucket_stats(frame, DETAIL_POINTS)
-        if len(data["step"]) < len(steps):
-            notes.append(f"{label}: {count_text(len(data['step']), len(steps), how)}")
+        data = {"step": frame["step"].to_numpy(dtype=np.int64)}
+        data.update({f: frame[f].to_numpy(dtype=np.float64) for f in STAT_FIELDS})
+        if summary.width:
+            how = "captures in buckets (extremes kept)"
+            notes.append(f"{label}: {count_text(len(frame), summary.total, how)}")
         series.append(
             {
                 "signal": signal,
@@ -176,30 +172,21 @@ def dead_map(
 class HistogramsAtStep:
     """A layer's histograms at a step (the latest at or before it), for the detail.
 
-    Keeps each (layer, signal)'s histogram steps, read again only when the step
-    passes the last one known; :meth:`clear` forgets them (the run was rebuilt).
+    Each is one index seek (``run.histogram_before``), however many histograms
+    the layer has.
     """
 
     def __init__(self, run: Any) -> None:
         self._run = run
-        self._steps: dict[tuple[str, str], np.ndarray] = {}
 
     def clear(self) -> None:
-        self._steps = {}
+        """Nothing is cached: each read is one index seek."""
 
     def _at(self, layer: str, signal: str, step: int) -> tuple[int, Any, Any] | None:
-        key = (layer, signal)
-        steps = self._steps.get(key)
-        if steps is None or (len(steps) and steps[-1] < step):
-            steps = self._steps[key] = self._run.histogram_steps(layer, signal)
-        i = int(np.searchsorted(steps, step, "right")) - 1
-        if i < 0:
-            return None
         try:
-            edges, counts = self._run.histogram(layer, signal, int(steps[i]))
+            return self._run.histogram_before(layer, signal, int(step))
         except (MissingStepError, ValueError):
             return None
-        return int(steps[i]), edges, counts
 
     def detail_at(self, row: dict[str, Any], step: int) -> dict[str, Any]:
         """Activations and output gradient of ``row``'s layer, and its weight and weight

@@ -62,7 +62,6 @@ POLL_INTERVAL = 0.4
 """Seconds between checks for new data in a followed run."""
 
 _log = logging.getLogger(__name__)
-_FAR = 2**62
 
 
 @dataclass
@@ -105,6 +104,8 @@ class RunIndex:
         self.lock = threading.RLock()
         self._scalars: dict[str, Series] | None = None
         self._steps: dict[str, np.ndarray] = {}
+        self._scalar_steps: np.ndarray | None = None
+        self._scalar_counts: dict[str, int] | None = None
         self._positions: np.ndarray | None = None
         self.version = 0
         """Bumped by every refresh that found something new."""
@@ -144,6 +145,20 @@ class RunIndex:
                 )
         return True
 
+    def scalar_steps(self) -> np.ndarray:
+        """Sorted steps any scalar was logged at (int64; from the run's runs of steps)."""
+        with self.lock:
+            if self._scalar_steps is None:
+                self._scalar_steps = np.asarray(self.run.recorded_steps("scalars"), dtype=np.int64)
+            return self._scalar_steps
+
+    def scalar_counts(self) -> dict[str, int]:
+        """Rows logged of each scalar (from the run's summaries; watched for growth)."""
+        with self.lock:
+            if self._scalar_counts is None:
+                self._scalar_counts = self.run.scalar_counts()
+            return dict(self._scalar_counts)
+
     # -- captures ------------------------------------------------------------------------
 
     def steps(self, signal: str) -> np.ndarray:
@@ -164,7 +179,7 @@ class RunIndex:
         """Every step anything was recorded at: scalars, captures, predictions (sorted)."""
         with self.lock:
             if self._positions is None:
-                parts = [s.steps for s in self.scalars().values()]
+                parts = [self.scalar_steps()]
                 parts += [self.steps(signal) for signal in SIGNALS]
                 for split in self.run.splits():
                     parts.append(np.asarray(self.run.prediction_steps(split), dtype=np.int64))
@@ -185,13 +200,21 @@ class RunIndex:
                     name: int(s.steps[-1]) for name, s in self._scalars.items() if len(s.steps)
                 }
                 grew |= self._add_scalars(self.run.scalars_after(after))
+            # the runs of steps: a few rows, whatever the run's length
             for signal, known in list(self._steps.items()):
-                lo = int(known[-1]) + 1 if len(known) else 0
-                new = self.run.stats(signal, step_range=(lo, _FAR))
-                if len(new):
-                    self._steps[signal] = _concat(
-                        known, np.unique(new["step"].to_numpy(dtype=np.int64))
-                    )
+                steps = np.asarray(self.run.steps(signal), dtype=np.int64)
+                if len(steps) != len(known):
+                    self._steps[signal] = steps
+                    grew = True
+            if self._scalar_steps is not None:
+                steps = np.asarray(self.run.recorded_steps("scalars"), dtype=np.int64)
+                if len(steps) != len(self._scalar_steps):
+                    self._scalar_steps = steps
+                    grew = True
+            if self._scalar_counts is not None:
+                counts = self.run.scalar_counts()
+                if counts != self._scalar_counts:
+                    self._scalar_counts = counts
                     grew = True
             if grew:
                 self._positions = None

@@ -24,8 +24,9 @@ import traitlets
 
 from nbviz.widgets.checks import check_int, check_known
 from nbviz.widgets.frontend import esm
-from nbviz.widgets.live import LiveView, Series, linked_step, view_css
+from nbviz.widgets.live import LiveView, linked_step, view_css
 from nbviz.widgets.sampling import count_text
+from nbviz.widgets.scalar_points import nonfinite_breaks, summary_points
 from nbviz.widgets.wire import array_trait_payload, floats_payload, steps_payload
 
 __all__ = ["LossCurves", "minmax_downsample", "nonfinite_breaks", "split_name"]
@@ -56,25 +57,6 @@ def _panel_order(stem: str) -> tuple[int, str]:
     low = stem.lower()
     rank = 0 if "loss" in low else 1 if "acc" in low else 2
     return rank, low
-
-
-def nonfinite_breaks(steps: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Stretches of NaN/Inf as rows ``[first_step, last_step, kind]`` (kind 0 NaN, 1 +Inf, -1 -Inf).
-
-    A stretch is a run of consecutive points of the same kind.
-    """
-    bad = ~np.isfinite(values)
-    if not bad.any():
-        return np.zeros((0, 3), dtype=np.float64)
-    kind = np.where(np.isnan(values), 0.0, np.sign(np.nan_to_num(values, nan=0.0)))
-    idx = np.flatnonzero(bad)
-    # a new stretch starts where the previous point was finite or of another kind
-    starts = np.ones(len(idx), dtype=bool)
-    starts[1:] = (np.diff(idx) != 1) | (kind[idx[1:]] != kind[idx[:-1]])
-    first = idx[starts]
-    ends = np.append(np.flatnonzero(starts)[1:] - 1, len(idx) - 1)
-    last = idx[ends]
-    return np.column_stack([steps[first], steps[last], kind[first]]).astype(np.float64)
 
 
 def minmax_downsample(
@@ -162,11 +144,11 @@ class LossCurves(LiveView):
         super().__init__(**kwargs)
         self._runs = runs
         self.max_points = int(max_points)
-        self._raw: dict[str, Series] = {}
+        self._raw: dict[str, tuple[Any, str, int | None]] = {}  # id -> (run, name, last step)
         with self._building(runs, live):
             self.runs = _unique_names(runs)
             self._rebuild()
-            ends = [int(s.steps[-1]) for s in self._raw.values() if len(s.steps)]
+            ends = [last for _run, _name, last in self._raw.values() if last is not None]
             self.step = max(ends, default=0)
         self.on_msg(self._on_msg)
 
@@ -192,14 +174,15 @@ class LossCurves(LiveView):
         shown = total = 0
         self._raw = {}
         for i, (run_name, index) in enumerate(zip(self.runs, self._indexes)):
-            for name, raw in index.scalars().items():
+            for name, count in index.scalar_counts().items():
                 stem, split = split_name(name)
                 key = f"{run_name}\u241f{name}"
-                self._raw[key] = raw
-                steps, values = minmax_downsample(raw.steps, raw.values, self.max_points)
-                breaks = nonfinite_breaks(raw.steps, raw.values)
+                # a bounded read: the rows, or min/max buckets, never the whole series
+                summary = index.run.scalar_summary(name, self.max_points // 2)
+                steps, values, breaks = summary_points(summary)
+                self._raw[key] = (index.run, name, int(steps[-1]) if len(steps) else None)
                 shown += len(steps)
-                total += len(raw.steps)
+                total += count
                 stems.add(stem)
                 series.append(
                     {
@@ -211,8 +194,8 @@ class LossCurves(LiveView):
                         "split": split,
                         "steps": steps_payload(steps),
                         "values": floats_payload(values),
-                        "stride": len(raw.steps) / max(len(steps), 1),
-                        "total": len(raw.steps),
+                        "stride": count / max(len(steps), 1),
+                        "total": count,
                         "breaks": array_trait_payload(breaks[:MAX_BREAKS]),
                         "n_breaks": len(breaks),
                     }
@@ -248,12 +231,17 @@ class LossCurves(LiveView):
                 raw = self._raw.get(entry["id"])
                 if raw is None or entry["stride"] <= 1:
                     continue
-                a = int(np.searchsorted(raw.steps, lo, "left"))
-                b = int(np.searchsorted(raw.steps, hi, "right"))
-                a, b = max(a - 1, 0), min(b + 1, len(raw.steps))  # one point beyond each edge
-                steps, values = minmax_downsample(raw.steps[a:b], raw.values[a:b], self.max_points)
-                item: dict[str, Any] = {"id": entry["id"], "total": b - a}
-                item["stride"] = (b - a) / max(len(steps), 1)
+                run, name, _last = raw
+                # the rows in the window (one beyond each edge), or finer buckets of it
+                summary = run.scalar_summary(
+                    name,
+                    self.max_points // 2,
+                    step_range=(max(int(np.floor(lo)), 0), max(int(np.ceil(hi)), 0)),
+                    edges=True,
+                )
+                steps, values, _breaks = summary_points(summary)
+                item: dict[str, Any] = {"id": entry["id"], "total": summary.total}
+                item["stride"] = summary.total / max(len(steps), 1)
                 for field, payload in (
                     ("steps", steps_payload(steps)),
                     ("values", floats_payload(values)),

@@ -101,19 +101,12 @@ class StepScrubber(LiveView):
         self._update_scalars()
 
     def _update_scalars(self) -> None:
-        names: list[str] = []
-        steps: list[int] = []
-        values: list[float] = []
-        for name, series in self._indexes[0].scalars().items():
-            hit = series.last(self.step)
-            if hit is not None:
-                names.append(name)
-                steps.append(hit[0])
-                values.append(hit[1])
+        # one index seek per scalar, however long the run
+        at = self._run.scalars_at(self.step)
         self.scalars_at = {
-            "names": names,
-            "steps": steps_payload(np.array(steps, dtype=np.int64)),
-            "values": floats_payload(values),
+            "names": [str(n) for n in at["name"]],
+            "steps": steps_payload(at["step"].to_numpy(dtype=np.int64)),
+            "values": floats_payload(at["value"].to_numpy(dtype=np.float64)),
         }
 
     def scalar_values(self) -> dict[str, tuple[int, float]]:

@@ -1,0 +1,64 @@
+"""Schema upgrades: ``MIGRATIONS[n]`` turns a schema-n run into schema n + 1.
+
+Each step runs inside one transaction; :func:`nbviz.store.schema.create_or_open`
+records the new version. A run is migrated when it is opened for writing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from nbviz.store.encoding import pack_counts
+from nbviz.store.summaries import rebuild_all
+from nbviz.store.tables import DDL, DDL_OF_VERSION
+
+__all__ = ["MIGRATIONS"]
+
+
+def _add_captures(conn: sqlite3.Connection) -> None:
+    """Schema 1 -> 2: the ``captures`` table (one sample's activations per layer)."""
+    conn.execute(next(d for d in DDL_OF_VERSION[2] if "captures(" in d))
+
+
+def _series_ids(conn: sqlite3.Connection) -> None:
+    """Schema 2 -> 3: statistics, histograms and unit values keyed by a series id,
+    histogram counts at their narrowest width, and the summaries views read."""
+    for table in ("layer_stats", "histograms", "unit_stats"):
+        conn.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
+    conn.execute("DROP INDEX IF EXISTS layer_stats_by_layer")
+    conn.execute("DROP INDEX IF EXISTS histograms_by_layer")
+    for statement in DDL:
+        conn.execute(statement)
+    conn.execute(
+        "INSERT OR IGNORE INTO series(layer, signal) SELECT layer, signal FROM old_layer_stats "
+        "UNION SELECT layer, signal FROM old_histograms UNION SELECT layer, signal FROM "
+        "old_unit_stats ORDER BY 1, 2"
+    )
+    join = "JOIN series s ON s.layer = o.layer AND s.signal = o.signal"
+    conn.execute(
+        "INSERT INTO layer_stats SELECT o.step, s.id, o.count, o.mean, o.std, o.min, o.max, "
+        f"o.zero_frac, o.nonfinite, o.norm, o.rel FROM old_layer_stats o {join}"
+    )
+    conn.execute(
+        f'INSERT INTO unit_stats SELECT o.step, s.id, o."values" FROM old_unit_stats o {join}'
+    )
+    rows = conn.execute(
+        "SELECT o.step, s.id, o.lo, o.hi, o.counts, o.underflow, o.overflow, o.nonfinite "
+        f"FROM old_histograms o {join}"
+    )
+    insert = "INSERT INTO histograms VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    while batch := rows.fetchmany(4096):
+        conn.executemany(
+            insert,
+            [
+                (st, sid, lo, hi, *pack_counts(c), u, o, nf)
+                for st, sid, lo, hi, c, u, o, nf in batch
+            ],
+        )
+    for table in ("layer_stats", "histograms", "unit_stats"):
+        conn.execute(f"DROP TABLE old_{table}")
+    rebuild_all(conn)
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _add_captures, 2: _series_ids}

@@ -1,0 +1,266 @@
+"""Summaries the writer keeps as a run is written, so that views read a bounded amount.
+
+Two kinds, both brought up to date in the writer thread inside the transaction
+that wrote the rows they summarise (so a reader never sees one without the other):
+
+- **buckets**: every scalar (``scalar_buckets``) and every layer statistics series
+  (``stat_buckets``) summarised in buckets of 16, 256, 4096, 65536 and 1048576
+  steps (:data:`~nbviz.store.tables.LEVEL_WIDTHS`): count, finite count and sum
+  (the mean), min and max (for scalars with the step each was reached at), the
+  last value, and the first and last non-finite step. Only the buckets that the
+  new rows fall in are recomputed: the finest from the rows themselves, each
+  coarser one from the 16 buckets below it, so the work per commit does not
+  grow with the run and a bucket is always exact (a step written again replaces
+  its old value in the sums).
+- **step runs** (``step_runs``): the steps each source has rows at (``scalars``,
+  ``stats:<signal>``, ``histograms:<signal>``) as arithmetic runs
+  ``(start, stride, count)``; a run recorded every k steps is one row.
+
+The SQL runs in SQLite's C code, without Python's global lock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nbviz.store.tables import LEVEL_WIDTHS
+
+__all__ = ["StepRuns", "Touched", "refresh", "rebuild_all"]
+
+_FAN = 16  # buckets of one level in a bucket of the next
+_FIN = "CASE WHEN abs({0}) < 1e999 THEN {0} END"  # the value if finite, else NULL
+
+_SCALAR_COLUMNS = (
+    "name, level, bucket, first_step, last_step, n, n_finite, total, min, min_step, "
+    "max, max_step, last, bad_first, bad_last, bad_kind"
+)
+
+_SCALAR_LEVEL0 = f"""
+INSERT OR REPLACE INTO scalar_buckets({_SCALAR_COLUMNS})
+SELECT :name, 0, g.b, g.first, g.last, g.n, g.nf, g.total, g.mn,
+  (SELECT step FROM scalars WHERE name = :name AND step BETWEEN g.first AND g.last
+     AND value = g.mn ORDER BY step LIMIT 1),
+  g.mx,
+  (SELECT step FROM scalars WHERE name = :name AND step BETWEEN g.first AND g.last
+     AND value = g.mx ORDER BY step LIMIT 1),
+  (SELECT value FROM scalars WHERE name = :name AND step = g.last),
+  g.bf, g.bl,
+  (SELECT CASE WHEN value IS NULL THEN 0 WHEN value > 0 THEN 1 ELSE -1 END
+     FROM scalars WHERE name = :name AND step = g.bf)
+FROM (SELECT step / {_FAN} AS b, min(step) AS first, max(step) AS last, count(*) AS n,
+        count(f) AS nf, sum(f) AS total, min(f) AS mn, max(f) AS mx,
+        min(CASE WHEN f IS NULL THEN step END) AS bf,
+        max(CASE WHEN f IS NULL THEN step END) AS bl
+      FROM (SELECT step, {_FIN.format("value")} AS f FROM scalars
+            WHERE name = :name AND step BETWEEN :lo AND :hi)
+      GROUP BY b) AS g
+"""
+
+_CHILDREN = (
+    "FROM scalar_buckets WHERE name = :name AND level = :below "
+    f"AND bucket BETWEEN g.b * {_FAN} AND g.b * {_FAN} + {_FAN - 1}"
+)
+
+_SCALAR_LEVEL = f"""
+INSERT OR REPLACE INTO scalar_buckets({_SCALAR_COLUMNS})
+SELECT :name, :level, g.b, g.first, g.last, g.n, g.nf, g.total, g.mn,
+  (SELECT min_step {_CHILDREN} AND min = g.mn ORDER BY bucket LIMIT 1),
+  g.mx,
+  (SELECT max_step {_CHILDREN} AND max = g.mx ORDER BY bucket LIMIT 1),
+  (SELECT last FROM scalar_buckets WHERE name = :name AND level = :below AND bucket = g.lb),
+  g.bf, g.bl,
+  (SELECT bad_kind {_CHILDREN} AND bad_first = g.bf LIMIT 1)
+FROM (SELECT bucket / {_FAN} AS b, min(first_step) AS first, max(last_step) AS last,
+        sum(n) AS n, sum(n_finite) AS nf, sum(total) AS total, min(min) AS mn,
+        max(max) AS mx, max(bucket) AS lb, min(bad_first) AS bf, max(bad_last) AS bl
+      FROM scalar_buckets WHERE name = :name AND level = :below AND bucket BETWEEN :lo AND :hi
+      GROUP BY b) AS g
+"""
+
+_STAT_LEVEL0 = f"""
+INSERT OR REPLACE INTO stat_buckets
+SELECT 0, step / {_FAN}, sid, min(step), max(step), count(*),
+  sum({_FIN.format("mean")}), count({_FIN.format("mean")}),
+  sum({_FIN.format("std")}), count({_FIN.format("std")}),
+  min(min), max(max), max(norm),
+  sum({_FIN.format("zero_frac")}), count({_FIN.format("zero_frac")}),
+  sum({_FIN.format("rel")}), count({_FIN.format("rel")}),
+  sum(nonfinite)
+FROM layer_stats WHERE step BETWEEN :lo AND :hi GROUP BY step / {_FAN}, sid
+"""
+
+_STAT_LEVEL = f"""
+INSERT OR REPLACE INTO stat_buckets
+SELECT :level, bucket / {_FAN}, sid, min(first_step), max(last_step), sum(n),
+  sum(mean_total), sum(mean_n), sum(std_total), sum(std_n), min(min), max(max), max(norm),
+  sum(zero_total), sum(zero_n), sum(rel_total), sum(rel_n), sum(nonfinite)
+FROM stat_buckets WHERE level = :below AND bucket BETWEEN :lo AND :hi
+GROUP BY bucket / {_FAN}, sid
+"""
+
+
+def _ranges(ids: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted ids as inclusive ``(first, last)`` runs of consecutive ids."""
+    out: list[tuple[int, int]] = []
+    for i in sorted(set(ids)):
+        if out and i == out[-1][1] + 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return out
+
+
+@dataclass
+class Touched:
+    """What one batch of writes touched: finest buckets, and steps per source."""
+
+    scalars: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    stats: set[int] = field(default_factory=set)
+    steps: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+
+    def note(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Record the rows of ``table`` about to be written (in Writer.insert's order)."""
+        try:
+            if table == "scalars":
+                for name, step, *_ in rows:
+                    self.scalars[name].add(step // _FAN)
+                    self.steps["scalars"].add(step)
+            elif table == "layer_stats":
+                for row in rows:
+                    self.stats.add(row[0] // _FAN)
+                    self.steps[f"stats:{row[2]}"].add(row[0])
+            elif table == "histograms":
+                for row in rows:
+                    self.steps[f"histograms:{row[2]}"].add(row[0])
+        except TypeError:
+            pass  # a row that is not a step: refused by SQLite, and reported, when inserted
+
+    def __bool__(self) -> bool:
+        return bool(self.scalars or self.stats or self.steps)
+
+
+def _up_levels(conn: sqlite3.Connection, sql: str, finest: Iterable[int], **key: Any) -> None:
+    ids = set(finest)
+    for level in range(1, len(LEVEL_WIDTHS)):
+        ids = {i // _FAN for i in ids}
+        for lo, hi in _ranges(ids):
+            below = (lo * _FAN, hi * _FAN + _FAN - 1)
+            conn.execute(
+                sql, {**key, "level": level, "below": level - 1, "lo": below[0], "hi": below[1]}
+            )
+
+
+def refresh_buckets(conn: sqlite3.Connection, touched: Touched) -> None:
+    """Recompute the buckets that ``touched`` falls in, finest first."""
+    for name, buckets in touched.scalars.items():
+        if not isinstance(name, str):
+            continue
+        for lo, hi in _ranges(buckets):
+            conn.execute(
+                _SCALAR_LEVEL0, {"name": name, "lo": lo * _FAN, "hi": hi * _FAN + _FAN - 1}
+            )
+        _up_levels(conn, _SCALAR_LEVEL, buckets, name=name)
+    for lo, hi in _ranges(touched.stats):
+        conn.execute(_STAT_LEVEL0, {"lo": lo * _FAN, "hi": hi * _FAN + _FAN - 1})
+    _up_levels(conn, _STAT_LEVEL, touched.stats)
+
+
+class StepRuns:
+    """The last run of steps of each source, kept in memory by the writer thread."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, list[int] | None] = {}
+
+    def clear(self) -> None:
+        """Forget what is cached (a transaction was rolled back)."""
+        self._last.clear()
+
+    def _load(self, conn: sqlite3.Connection, source: str) -> list[int] | None:
+        if source not in self._last:
+            row = conn.execute(
+                "SELECT start, stride, count FROM step_runs WHERE source = ? "
+                "ORDER BY start DESC LIMIT 1",
+                (source,),
+            ).fetchone()
+            self._last[source] = None if row is None else [int(v) for v in row]
+        return self._last[source]
+
+    def add(self, conn: sqlite3.Connection, source: str, steps: Iterable[int]) -> None:
+        """Record that ``source`` has rows at ``steps``."""
+        last = self._load(conn, source)
+        changed: dict[int, list[int]] = {}
+        apart: list[int] = []
+        for s in sorted(set(steps)):
+            if last is not None:
+                start, stride, count = last
+                end = start + stride * (count - 1)
+                if s <= end:
+                    if s < start or (s - start) % stride:
+                        apart.append(s)  # written out of order: a run of its own
+                    continue
+                if count == 1:
+                    last[1], last[2] = s - start, 2
+                elif s == end + stride:
+                    last[2] += 1
+                else:
+                    last = [s, 1, 1]
+            else:
+                last = [s, 1, 1]
+            changed[last[0]] = last
+        self._last[source] = last
+        conn.executemany(
+            "INSERT OR REPLACE INTO step_runs(source, start, stride, count) VALUES (?, ?, ?, ?)",
+            [(source, *run) for run in changed.values()],
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO step_runs(source, start, stride, count) VALUES (?, ?, 1, 1)",
+            [(source, s) for s in apart],
+        )
+
+
+def refresh(conn: sqlite3.Connection, touched: Touched, runs: StepRuns) -> None:
+    """Bring every summary up to date with the rows ``touched`` describes."""
+    refresh_buckets(conn, touched)
+    for source, steps in touched.steps.items():
+        good = [s for s in steps if type(s) is int]
+        if good:
+            runs.add(conn, source, good)
+
+
+def rebuild_all(conn: sqlite3.Connection) -> None:
+    """Compute every summary from the stored rows (a run migrated from schema 2)."""
+    conn.execute("DELETE FROM scalar_buckets")
+    conn.execute("DELETE FROM stat_buckets")
+    conn.execute("DELETE FROM step_runs")
+    touched = Touched()
+    for (name,) in conn.execute("SELECT DISTINCT name FROM scalars").fetchall():
+        first, last = conn.execute(
+            "SELECT min(step), max(step) FROM scalars WHERE name = ?", (name,)
+        ).fetchone()
+        touched.scalars[name] = set(range(first // _FAN, last // _FAN + 1))
+    first, last = conn.execute("SELECT min(step), max(step) FROM layer_stats").fetchone()
+    if first is not None:
+        touched.stats = set(range(first // _FAN, last // _FAN + 1))
+    refresh_buckets(conn, touched)
+    runs = StepRuns()
+    sources = [
+        ("scalars", "SELECT DISTINCT step FROM scalars ORDER BY step", ()),
+        *(
+            (
+                f"{label}:{signal}",
+                f"SELECT DISTINCT t.step FROM {table} t JOIN series s ON s.id = t.sid "
+                "WHERE s.signal = ? ORDER BY t.step",
+                (signal,),
+            )
+            for label, table in (("stats", "layer_stats"), ("histograms", "histograms"))
+            for (signal,) in conn.execute("SELECT DISTINCT signal FROM series").fetchall()
+        ),
+    ]
+    for source, sql, params in sources:
+        steps = [r[0] for r in conn.execute(sql, params).fetchall() if type(r[0]) is int]
+        if steps:
+            runs.add(conn, source, steps)

@@ -1,0 +1,285 @@
+"""Bounded reads: what a view needs of a long run, at a cost that does not grow with it.
+
+Every query here reads at most about ``max_points`` rows (plus one row per
+scalar or per run of steps), whatever the run's length, from the summaries the
+writer keeps (:mod:`nbviz.store.summaries`) and from index seeks:
+
+- :meth:`~SummaryQueries.scalar_summary` / :meth:`~SummaryQueries.stats_summary`:
+  one series over a step range, as its rows when at most ``max_points`` fall in
+  it, else as min/max/mean buckets of the finest resolution that fits;
+- :meth:`~SummaryQueries.scalars_at`: each scalar's latest value at a step;
+- :meth:`~SummaryQueries.histogram_before`: a layer's latest histogram at a step;
+- :meth:`~SummaryQueries.recorded_steps`: the steps a source has rows at, from
+  runs of steps (a run every k steps is one row).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from nbviz.store.columns import floats, frame, int_array, nan
+from nbviz.store.encoding import counts_array
+from nbviz.store.errors import StoredValueError
+from nbviz.store.query import ReaderBase, close_matches
+from nbviz.store.tables import LEVEL_WIDTHS, SIGNALS
+
+__all__ = ["SeriesSummary", "SummaryQueries", "STAT_FIELDS"]
+
+#: The statistics a summary of a layer series holds (min of ``min``, max of ``max``
+#: and of ``norm``, the sum of ``nonfinite``, the mean of the others).
+STAT_FIELDS = ("mean", "std", "min", "max", "norm", "zero_frac", "rel", "nonfinite")
+_TOP = len(LEVEL_WIDTHS) - 1
+_SCALAR_BUCKET_COLUMNS = (
+    "first_step, last_step, n, n_finite, total, min, min_step, max, max_step, last, "
+    "bad_first, bad_last, bad_kind"
+)
+
+
+class SeriesSummary(NamedTuple):
+    """One series over a step range, as rows or as buckets.
+
+    ``width`` is the steps per bucket, 0 when ``frame`` holds the rows
+    themselves; ``total`` the rows of the series in the range; ``lo``/``hi``
+    the range (inclusive).
+    """
+
+    width: int
+    total: int
+    lo: int
+    hi: int
+    frame: pd.DataFrame
+
+
+def _level(lo: int, hi: int, max_points: int) -> int:
+    """The finest level whose buckets over ``lo..hi`` number at most ``max_points``."""
+    for level, width in enumerate(LEVEL_WIDTHS):
+        if hi // width - lo // width + 1 <= max_points:
+            return level
+    return _TOP
+
+
+def _check_points(max_points: Any) -> int:
+    if isinstance(max_points, bool) or not isinstance(max_points, (int, np.integer)):
+        raise TypeError(f"max_points must be an integer >= 2, got {max_points!r}")
+    if max_points < 2:
+        raise ValueError(f"max_points must be an integer >= 2, got {max_points!r}")
+    return int(max_points)
+
+
+class SummaryQueries(ReaderBase):
+    """Reads whose cost is bounded whatever the run's length (see the module docstring)."""
+
+    # -- steps -----------------------------------------------------------------------
+
+    def recorded_steps(self, source: str) -> np.ndarray:
+        """Sorted steps ``source`` has rows at (int64): ``"scalars"`` (any scalar),
+        ``"stats:<signal>"`` (any layer's statistics) or ``"histograms:<signal>"``.
+
+        Read from the runs of steps the writer keeps: one row per arithmetic run.
+        """
+        kind, _, signal = source.partition(":")
+        if source != "scalars" and (kind not in ("stats", "histograms") or signal not in SIGNALS):
+            raise ValueError(
+                f"recorded_steps: unknown source {source!r}; give 'scalars', "
+                "'stats:<signal>' or 'histograms:<signal>' with a signal of "
+                f"{', '.join(SIGNALS)}"
+            )
+        rows = self._q(
+            "SELECT start, stride, count FROM step_runs WHERE source = ? ORDER BY start", (source,)
+        )
+        if not rows:
+            return np.zeros(0, dtype=np.int64)
+        starts, strides, counts = (int_array(col) for col in zip(*rows))
+        if (counts < 1).any() or (counts > 1 << 40).any():
+            raise StoredValueError(f"a run of steps of {source!r} counts {counts.min()}")
+        offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(
+            np.cumsum(counts) - counts, counts
+        )
+        steps = np.repeat(starts, counts) + np.repeat(strides, counts) * offsets
+        if len(rows) > 1 and not (np.diff(steps) > 0).all():
+            steps = np.unique(steps)
+        return steps
+
+    # -- scalars ---------------------------------------------------------------------
+
+    def scalars_at(self, step: int) -> pd.DataFrame:
+        """Each scalar's latest value at or before ``step``: ``[name, step, value]`` by name.
+
+        One index seek per scalar; scalars first logged after ``step`` are left out.
+        """
+        rows = []
+        for name in self.scalar_names():
+            row = self._row(
+                "SELECT step, value FROM scalars WHERE name = ? AND step <= ? "
+                "ORDER BY step DESC LIMIT 1",
+                (name, int(step)),
+            )
+            if row is not None:
+                rows.append((name, *row))
+        return frame(rows, ("name", "step", "value"), "sif")
+
+    def scalar_counts(self) -> dict[str, int]:
+        """Rows logged of each scalar, by name: one seek per scalar in its coarsest summary."""
+        return {
+            name: int(
+                self._one(
+                    "SELECT coalesce(sum(n), 0) FROM scalar_buckets WHERE name = ? AND level = ?",
+                    (name, _TOP),
+                )
+            )
+            for name in self.scalar_names()
+        }
+
+    def scalar_summary(
+        self,
+        name: str,
+        max_points: int = 2000,
+        step_range: tuple[int, int] | None = None,
+        *,
+        edges: bool = False,
+    ) -> SeriesSummary:
+        """One scalar over ``step_range`` (default: all of it) in at most ``max_points`` rows.
+
+        ``width == 0``: ``frame`` is ``[step, value]``, every row in the range.
+        Else one row per bucket of ``width`` steps: ``first_step, last_step, n,
+        n_finite, total, min, min_step, max, max_step, last`` (finite values only
+        in ``total``/``min``/``max``) and ``bad_first, bad_last, bad_kind`` (the
+        first and last non-finite step and the first one's kind: 0 NaN, 1 +Inf,
+        -1 -Inf; NULL: none). ``edges``: rows also include the one before and the
+        one after the range (so a zoomed line runs to the window's borders).
+        """
+        max_points = _check_points(max_points)
+        bounds = self._row(
+            "SELECT min(first_step), max(last_step), sum(n) FROM scalar_buckets "
+            "WHERE name = ? AND level = ?",
+            (name, _TOP),
+        )
+        if bounds is None or bounds[0] is None:
+            if name not in self.scalar_names():
+                raise ValueError(
+                    f"no scalar named {name!r}; {close_matches(name, self.scalar_names())}"
+                )
+            bounds = (0, -1, 0)
+        lo, hi = step_range if step_range is not None else bounds[:2]
+        lo, hi = int(lo), int(hi)
+        level = _level(lo, hi, max_points)
+        width = LEVEL_WIDTHS[level]
+        rows = self._q(
+            f"SELECT {_SCALAR_BUCKET_COLUMNS} FROM scalar_buckets WHERE name = ? AND level = ? "
+            "AND bucket BETWEEN ? AND ? ORDER BY bucket",
+            (name, level, lo // width, hi // width),
+        )
+        estimate = sum(int(r[2]) for r in rows if type(r[2]) is int)
+        if estimate <= max_points:
+            raw = self._q(
+                "SELECT step, value FROM scalars WHERE name = ? AND step BETWEEN ? AND ? "
+                "ORDER BY step LIMIT ?",
+                (name, lo, hi, max_points + 1),
+            )
+            if len(raw) <= max_points:
+                total = len(raw)
+                if edges:
+                    before = self._q(
+                        "SELECT step, value FROM scalars WHERE name = ? AND step < ? "
+                        "ORDER BY step DESC LIMIT 1",
+                        (name, lo),
+                    )
+                    after = self._q(
+                        "SELECT step, value FROM scalars WHERE name = ? AND step > ? "
+                        "ORDER BY step LIMIT 1",
+                        (name, hi),
+                    )
+                    raw = before + raw + after
+                return SeriesSummary(0, total, lo, hi, frame(raw, ("step", "value"), "if"))
+        buckets = frame(
+            rows, [c.strip() for c in _SCALAR_BUCKET_COLUMNS.split(",")], "iiiiffififiii"
+        )
+        return SeriesSummary(width, estimate, lo, hi, buckets)
+
+    # -- layer statistics ------------------------------------------------------------
+
+    def stats_summary(
+        self,
+        signal: str,
+        layer: str,
+        max_points: int = 1000,
+        step_range: tuple[int, int] | None = None,
+    ) -> SeriesSummary:
+        """One layer's statistics of ``signal`` over ``step_range`` in at most ``max_points`` rows.
+
+        ``frame`` columns: ``step`` (a bucket's last step), ``n`` (rows in it) and
+        :data:`STAT_FIELDS`; with ``width == 0`` each row is one recorded step.
+        """
+        self._check_signal(signal)
+        max_points = _check_points(max_points)
+        sid = self._sid(layer, signal)
+        if sid is None:
+            raise self._unknown_layer("layer_stats", layer, signal)
+        bounds = self._row(
+            "SELECT min(first_step), max(last_step), sum(n) FROM stat_buckets "
+            "WHERE sid = ? AND level = ?",
+            (sid, _TOP),
+        )
+        lo, hi = step_range if step_range is not None else bounds[:2]
+        if lo is None:
+            return SeriesSummary(0, 0, 0, -1, self._stat_frame([]))
+        lo, hi = int(lo), int(hi)
+        level = _level(lo, hi, max_points)
+        width = LEVEL_WIDTHS[level]
+        rows = self._q(
+            "SELECT last_step, n, mean_total, mean_n, std_total, std_n, min, max, norm, "
+            "zero_total, zero_n, rel_total, rel_n, nonfinite FROM stat_buckets "
+            "WHERE sid = ? AND level = ? AND bucket BETWEEN ? AND ? ORDER BY bucket",
+            (sid, level, lo // width, hi // width),
+        )
+        estimate = sum(int(r[1]) for r in rows if type(r[1]) is int)
+        if estimate <= max_points:
+            raw = self._q(
+                "SELECT step, 1, mean, std, min, max, norm, zero_frac, rel, nonfinite "
+                "FROM layer_stats WHERE sid = ? AND step BETWEEN ? AND ? ORDER BY step LIMIT ?",
+                (sid, lo, hi, max_points + 1),
+            )
+            if len(raw) <= max_points:
+                return SeriesSummary(0, len(raw), lo, hi, self._stat_frame(raw))
+
+        def mean(total: Any, n: Any) -> float:
+            return nan(total) / n if type(n) is int and n > 0 else float("nan")
+
+        out = [
+            (st, n, mean(mt, mn), mean(st_, sn), lo_, hi_, norm, mean(zt, zn), mean(rt, rn), nf)
+            for st, n, mt, mn, st_, sn, lo_, hi_, norm, zt, zn, rt, rn, nf in rows
+        ]
+        return SeriesSummary(width, estimate, lo, hi, self._stat_frame(out))
+
+    @staticmethod
+    def _stat_frame(rows: list[tuple]) -> pd.DataFrame:
+        out = frame(rows, ("step", "n", *STAT_FIELDS), "iiffffffff")
+        out["nonfinite"] = floats(out["nonfinite"].to_numpy(dtype=np.float64, na_value=np.nan))
+        return out
+
+    # -- histograms ------------------------------------------------------------------
+
+    def histogram_before(
+        self, layer: str, signal: str, step: int
+    ) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """``(step, edges, counts)`` of the latest histogram at or before ``step``, or None.
+
+        One index seek, however many histograms the layer has.
+        """
+        self._check_signal(signal)
+        sid = self._sid(layer, signal)
+        if sid is None:
+            return None
+        row = self._row(
+            "SELECT step, lo, hi, counts, bins FROM histograms WHERE sid = ? AND step <= ? "
+            "ORDER BY step DESC LIMIT 1",
+            (sid, int(step)),
+        )
+        if row is None:
+            return None
+        at, lo, hi, blob, bins = row
+        counts = counts_array(blob, bins)
+        return int(at), np.linspace(nan(lo), nan(hi), len(counts) + 1), counts

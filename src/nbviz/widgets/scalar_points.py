@@ -1,0 +1,68 @@
+"""A scalar's summary (``Reader.scalar_summary``) as the points and breaks a chart draws.
+
+A summary of rows is drawn as it is. A summary of buckets becomes each
+bucket's minimum and maximum at the steps they were reached (so spikes
+survive), a NaN point where a bucket held a non-finite value (the line breaks
+there), and one break ``[first, last, kind]`` per such bucket.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["nonfinite_breaks", "summary_points"]
+
+
+def nonfinite_breaks(steps: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Stretches of NaN/Inf as rows ``[first_step, last_step, kind]`` (kind 0 NaN, 1 +Inf, -1 -Inf).
+
+    A stretch is a run of consecutive points of the same kind.
+    """
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return np.zeros((0, 3), dtype=np.float64)
+    kind = np.where(np.isnan(values), 0.0, np.sign(np.nan_to_num(values, nan=0.0)))
+    idx = np.flatnonzero(bad)
+    # a new stretch starts where the previous point was finite or of another kind
+    starts = np.ones(len(idx), dtype=bool)
+    starts[1:] = (np.diff(idx) != 1) | (kind[idx[1:]] != kind[idx[:-1]])
+    first = idx[starts]
+    ends = np.append(np.flatnonzero(starts)[1:] - 1, len(idx) - 1)
+    last = idx[ends]
+    return np.column_stack([steps[first], steps[last], kind[first]]).astype(np.float64)
+
+
+def _column(frame: Any, name: str, dtype: Any, fill: float) -> np.ndarray:
+    return frame[name].to_numpy(dtype=dtype, na_value=fill)
+
+
+def summary_points(summary: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(steps int64, values float64, breaks [n, 3] float64)`` of a ``SeriesSummary``."""
+    f = summary.frame
+    if summary.width == 0:
+        steps = _column(f, "step", np.int64, 0)
+        values = _column(f, "value", np.float64, np.nan)
+        return steps, values, nonfinite_breaks(steps, values)
+    mins = _column(f, "min", np.float64, np.nan)
+    maxs = _column(f, "max", np.float64, np.nan)
+    min_steps = _column(f, "min_step", np.int64, -1)
+    max_steps = _column(f, "max_step", np.int64, -1)
+    bad = _column(f, "bad_first", np.int64, -1)
+    parts_s = [min_steps[~np.isnan(mins)], max_steps[(~np.isnan(maxs)) & (max_steps != min_steps)]]
+    parts_v = [mins[~np.isnan(mins)], maxs[(~np.isnan(maxs)) & (max_steps != min_steps)]]
+    parts_s.append(bad[bad >= 0])
+    parts_v.append(np.full(int((bad >= 0).sum()), np.nan))
+    steps = np.concatenate(parts_s).astype(np.int64)
+    values = np.concatenate(parts_v)
+    order = np.argsort(steps, kind="stable")
+    has_bad = bad >= 0
+    breaks = np.column_stack(
+        [
+            bad[has_bad],
+            _column(f, "bad_last", np.int64, -1)[has_bad],
+            _column(f, "bad_kind", np.int64, 0)[has_bad],
+        ]
+    ).astype(np.float64)
+    return steps[order], values[order], breaks.reshape(-1, 3)
