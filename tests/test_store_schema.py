@@ -20,13 +20,24 @@ def _set_version(run: Path, version: int) -> None:
     conn.close()
 
 
-def _make_schema_1(run: Path) -> None:
-    """Turn a fresh run into what nbviz wrote at schema 1 (before the captures table)."""
+# The tables each schema version added: a fresh run less these is what an older nbviz wrote.
+_ADDED_IN = {2: "captures", 3: "outputs"}
+
+
+def _make_schema(run: Path, version: int) -> None:
+    """Turn a fresh run into what nbviz wrote at schema ``version``."""
     conn = sqlite3.connect(run / DB_NAME)
     with conn:
-        conn.execute("DROP TABLE captures")
+        for added, table in _ADDED_IN.items():
+            if added > version:
+                conn.execute(f"DROP TABLE {table}")
     conn.close()
-    _set_version(run, 1)
+    _set_version(run, version)
+
+
+def _make_older_schema(run: Path) -> None:
+    """Turn a fresh run into what nbviz wrote at the schema before this one."""
+    _make_schema(run, SCHEMA_VERSION - 1)
 
 
 def _stored_version(run: Path) -> int:
@@ -106,7 +117,7 @@ def test_an_older_schema_without_a_migration_names_both_versions(
 ) -> None:
     run = tmp_path / "run"
     create_or_open(run).close()
-    _make_schema_1(run)
+    _make_older_schema(run)
     monkeypatch.setattr(schema, "MIGRATIONS", {})
     with pytest.raises(
         SchemaError,
@@ -122,12 +133,14 @@ def test_an_older_schema_is_migrated_by_the_registered_steps(
 ) -> None:
     run = tmp_path / "run"
     create_or_open(run).close()
-    _make_schema_1(run)
+    _make_older_schema(run)
     applied: list[int] = []
+
+    real = schema.MIGRATIONS[SCHEMA_VERSION - 1]
 
     def step(conn: sqlite3.Connection) -> None:
         applied.append(1)
-        schema._add_captures(conn)  # what the real step does, and a mark beside it
+        real(conn)  # what the real step does, and a mark beside it
         conn.execute("INSERT INTO meta VALUES ('migrated', 'true')")
 
     monkeypatch.setitem(schema.MIGRATIONS, SCHEMA_VERSION - 1, step)
@@ -145,7 +158,7 @@ def test_a_failed_migration_leaves_the_run_untouched(
 ) -> None:
     run = tmp_path / "run"
     create_or_open(run).close()
-    _make_schema_1(run)
+    _make_older_schema(run)
 
     def broken(conn: sqlite3.Connection) -> None:
         conn.execute("INSERT INTO meta VALUES ('half', 'true')")
@@ -168,3 +181,17 @@ def test_a_foreign_sqlite_file_is_not_taken_for_a_run(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(SchemaError, match="is not an nbviz run"):
         create_or_open(run)
+
+
+def test_a_schema_1_run_is_migrated_step_by_step_and_keeps_its_data(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    with Writer(run) as w:
+        w.insert("scalars", [("loss", 3, 0.5, 0.0)])
+    _make_schema(run, 1)
+    with pytest.raises(SchemaError, match="written with schema 1 .* open it once for writing"):
+        Reader(run)
+    create_or_open(run).close()
+    assert _stored_version(run) == SCHEMA_VERSION
+    with Reader(run) as r:
+        assert r.scalars()["value"].tolist() == [0.5]
+        assert r.outputs(0) is None and len(r.captured_ids()) == 0

@@ -20,7 +20,13 @@ Conventions the tables rely on:
   for weights, ``||dw|| / ||w||`` for updates and NULL otherwise.
 - ``histograms.counts`` is a little-endian int64 array of n uniform bins over
   ``[lo, hi]``; ``unit_stats.values`` is little-endian float32, one per unit.
-- ``ids`` blobs (``probabilities``, ``embeddings``) are little-endian int64.
+- ``ids`` blobs (``probabilities``, ``embeddings``, ``outputs``) are little-endian int64.
+- ``outputs`` hold what a model that is not a classifier gave at one evaluation
+  (``run.evaluate(..., loss_fn=...)``, ``run.log_outputs``): the outputs and
+  targets of the samples in ``ids``, each an array of shape ``(len(ids), ...)``
+  or NULL where it was not kept; ``targets_from`` is ``"inputs"`` when the
+  targets are the model's inputs (an autoencoder), else ``"targets"``. Their
+  per-sample losses are in ``predictions.loss`` (``label`` and ``pred`` NULL).
 - ``captures`` hold one sample's activations, one row per layer (``position`` is
   the forward order): ``summary`` is JSON (output shape and statistics),
   ``units`` little-endian float32 (one mean per unit), ``maps`` little-endian
@@ -59,7 +65,7 @@ __all__ = [
     "read_schema_version",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SIGNALS = ("activation", "gradient", "weight", "update")
 
 # Column order of every table: the order of the tuples handed to Writer.insert.
@@ -119,6 +125,18 @@ TABLES: dict[str, tuple[str, ...]] = {
         "created",
     ),
     "profiles": ("step", "name", "payload"),
+    "outputs": (
+        "split",
+        "step",
+        "ids",
+        "outputs",
+        "outputs_dtype",
+        "outputs_shape",
+        "targets",
+        "targets_dtype",
+        "targets_shape",
+        "targets_from",
+    ),
     "captures": (
         "split",
         "id",
@@ -138,6 +156,12 @@ _CAPTURES_DDL = """CREATE TABLE IF NOT EXISTS captures(
         position INTEGER NOT NULL, layer TEXT NOT NULL, type TEXT, summary TEXT NOT NULL,
         units BLOB, maps BLOB, maps_shape TEXT,
         PRIMARY KEY(split, id, step, layer))"""
+
+_OUTPUTS_DDL = """CREATE TABLE IF NOT EXISTS outputs(
+        split TEXT NOT NULL, step INTEGER NOT NULL, ids BLOB NOT NULL,
+        outputs BLOB, outputs_dtype TEXT, outputs_shape TEXT,
+        targets BLOB, targets_dtype TEXT, targets_shape TEXT, targets_from TEXT,
+        PRIMARY KEY(split, step))"""
 
 # Tables with small rows cluster on their natural key (WITHOUT ROWID). Tables
 # whose rows carry blobs keep a rowid: SQLite advises against WITHOUT ROWID for
@@ -195,6 +219,7 @@ DDL: tuple[str, ...] = (
         step INTEGER NOT NULL, name TEXT NOT NULL, payload TEXT,
         PRIMARY KEY(step, name)) WITHOUT ROWID""",
     _CAPTURES_DDL,
+    _OUTPUTS_DDL,
 )
 
 
@@ -205,13 +230,19 @@ def _add_captures(conn: sqlite3.Connection) -> None:
     conn.execute(_CAPTURES_DDL)
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _add_captures}
+def _add_outputs(conn: sqlite3.Connection) -> None:
+    """Schema 2 -> 3: the ``outputs`` table (what a model that is not a classifier gave)."""
+    conn.execute(_OUTPUTS_DDL)
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _add_captures, 2: _add_outputs}
 
 
 #: The DDL of each schema version this nbviz reads: what a run of that version holds.
 DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
-    1: tuple(d for d in DDL if d is not _CAPTURES_DDL),
-    2: DDL,
+    1: tuple(d for d in DDL if d not in (_CAPTURES_DDL, _OUTPUTS_DDL)),
+    2: tuple(d for d in DDL if d is not _OUTPUTS_DDL),
+    3: DDL,
 }
 
 _NOT_A_RUN = "open a run directory that nbviz recorded"
