@@ -13,24 +13,11 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from training import ConvAutoencoder
 
 import nbviz
 from nbviz.demo import load_digits
 from nbviz.recording.outputs import MAX_VALUES_PER_SAMPLE
-
-
-class ConvAutoencoder(nn.Module):
-    """8x8 digits -> a 16-d code -> 8x8 digits."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.encoder = nn.Sequential(
-            nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 64, 16)
-        )
-        self.decoder = nn.Sequential(nn.Linear(16, 64), nn.Unflatten(1, (1, 8, 8)), nn.Sigmoid())
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.decoder(self.encoder(x))
 
 
 def batches(x: torch.Tensor, *rest: torch.Tensor, size: int = 64) -> list:

@@ -85,6 +85,10 @@ class PredictionQueries(ReaderBase):
         )
         return None if row is None else row[0] is not None
 
+    def class_splits(self) -> list[str]:
+        """Splits whose latest evaluation predicted classes (what class views and checks read)."""
+        return [split for split in self.splits() if self.predicts_classes(split)]
+
     def outputs(self, step: int, split: str = "val") -> ModelOutputs | None:
         """The outputs and targets kept at an evaluation of a model that is not a classifier,
         or None: ``(ids int64 [n], outputs [n, ...] or None, targets [n, ...] or None,
