@@ -397,7 +397,8 @@ SampleGallery._css = view_css(
 .nbviz-gallery-layers { max-height: 520px; overflow: auto; }
 .nbviz-gallery-pair { display: flex; gap: 4px; justify-content: center; }
 .nbviz-gallery-panel { display: flex; flex-direction: column; align-items: center;
-  font-size: 0.85em; min-width: 0; flex: 1 1 0; max-width: 64px; }
+  font-size: 0.85em; min-width: 0; }
+.nbviz-gallery-card .nbviz-gallery-panel { flex: 1 1 0; max-width: 64px; }
 .nbviz-gallery-card .nbviz-gallery-pair .nbviz-gallery-thumb { width: 100%; height: auto;
   aspect-ratio: 1; }
 .nbviz-gallery-detail .nbviz-gallery-pair .nbviz-gallery-big { width: 160px; height: 160px; }
