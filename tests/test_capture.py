@@ -162,6 +162,7 @@ def test_a_schema_1_run_gains_the_captures_table_when_opened_for_writing(tmp_pat
     run.close()
     conn = sqlite3.connect(tmp_path / "old" / "run.sqlite")
     conn.execute("DROP TABLE captures")
+    conn.execute("DROP TABLE outputs")  # added by schema 3
     conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (json.dumps(1),))
     conn.commit()
     conn.close()

@@ -221,3 +221,13 @@ def test_the_views_of_classes_say_why_they_are_empty_for_an_autoencoder(
         with pytest.raises(ValueError, match="'val' predictions have no classes"):
             run.sample_dynamics("val")
         assert run.class_splits() == [] and run.splits() == ["val"]
+
+
+def test_a_units_top_samples_of_an_autoencoder_have_no_class_to_show(autoencoder: Path) -> None:
+    from nbviz.widgets.unit_explorer import UnitExplorer
+
+    with nbviz.open_run(autoencoder) as run:
+        out = UnitExplorer(run).samples("decoder.0", "val", 59, 3)  # the 16-d code's unit 3
+    cards = out["most"] + out["least"]
+    assert out["n_units"] == 16 and len(cards) == 16
+    assert all(c["kind"] == "image" and "pred" not in c and "label" not in c for c in cards)

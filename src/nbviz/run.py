@@ -312,7 +312,7 @@ class Run(RunView):
         rows, probabilities = tables.predictions(
             step, logits_or_preds, labels, ids, split, loss=loss, n_classes=self._n_classes()
         )
-        self._replace_evaluation("log_predictions", rows[0][1], rows[0][0], overwrite)
+        tables.replace_evaluation(self, "log_predictions", rows[0][1], rows[0][0], overwrite)
         self._writer.insert("predictions", rows)
         if probabilities:
             self._writer.insert("probabilities", probabilities)
@@ -353,27 +353,9 @@ class Run(RunView):
             targets_are_inputs=targets_are_inputs,
             n_classes=self._n_classes(),
         )
-        self._replace_evaluation("log_outputs", preds[0][1], preds[0][0], overwrite)
+        tables.replace_evaluation(self, "log_outputs", preds[0][1], preds[0][0], overwrite)
         self._writer.insert("predictions", preds)
         self._writer.insert("outputs", outs)
-
-    def _replace_evaluation(self, what: str, step: int, split: str, overwrite: bool) -> None:
-        """Refuse a second evaluation at ``step`` and ``split``, or with ``overwrite`` delete
-        the first whole (predictions, class probabilities, outputs)."""
-        if self._dist is not None and not self._dist.writes:
-            return
-        if not self._one(
-            "SELECT 1 FROM predictions WHERE split = ? AND step = ? LIMIT 1", (split, step)
-        ):
-            return
-        if not overwrite:
-            raise ValueError(
-                f"{what}: {split!r} predictions are already recorded at step "
-                f"{step}; pass overwrite=True to replace them (predictions, class "
-                "probabilities and outputs together), or log this evaluation at another step"
-            )
-        for table in ("predictions", "probabilities", "outputs"):
-            self._writer.execute(f"DELETE FROM {table} WHERE split = ? AND step = ?", (split, step))
 
     def log_embeddings(
         self,

@@ -233,7 +233,7 @@ class _Batches:
         self.keeping = {"outputs": True, "targets": True}
         self.kept = {"outputs": 0, "targets": 0}
 
-    def _keep_values(self, name: str, arr: np.ndarray, rows: int) -> None:
+    def _keep_values(self, name: str, arr: Any, rows: int) -> None:
         """Keep a batch's outputs (or targets) while they are small enough to show: those of
         a classifier's shape (N, C) or (N,) always (they may be one), others up to
         ``MAX_VALUES_PER_EVALUATION``; once a batch's are not kept, none after it are."""
@@ -244,6 +244,8 @@ class _Batches:
         if not (self.keeping[name] and size <= MAX_VALUES_PER_SAMPLE and small):
             self.keeping[name] = False
             return
+        if isinstance(arr, torch.Tensor):  # copied to the host only when kept
+            arr = arr.detach().float().cpu().numpy()
         getattr(self, name).append(arr)
         self.kept[name] += rows * size
 
@@ -309,7 +311,7 @@ class _Batches:
         except ValueError as exc:
             raise ValueError(f"{exc} (model outputs of shape {tuple(out.shape)})") from None
         self.losses.append(losses)
-        self._keep_values("outputs", out.detach().float().cpu().numpy(), rows)
+        self._keep_values("outputs", out, rows)
         t_arr = rec.to_numpy(target, "evaluate: targets")
         if t_arr.ndim and len(t_arr) == rows and t_arr.dtype.kind in "biuf":
             self._keep_values("targets", t_arr, rows)
