@@ -70,6 +70,8 @@ function render({ model, el: root }) {
     const pages = model.get("n_pages") || 0;
     const page = model.get("page") || 0;
     count.textContent = `${ids.length.toLocaleString()} sample${ids.length === 1 ? "" : "s"}`;
+    const choices = model.get("sort_choices") || [];
+    for (const option of Array.from(sortSelect.children)) option.hidden = choices.length > 0 && !choices.includes(option.value);
     sortSelect.value = model.get("sort_by");
     const by = model.get("sort_by");
     direction.textContent = model.get("descending") ? "highest first" : "lowest first";
@@ -113,7 +115,7 @@ function render({ model, el: root }) {
     on(next, "click", () => save(model, { page: (model.get("page") || 0) + 1 })),
     listen(
       model,
-      ["items", "ids", "page", "n_pages", "sort_by", "descending", "eval_step", "note", "prompt", "detail", "empty", "error"],
+      ["items", "ids", "page", "n_pages", "sort_by", "sort_choices", "descending", "eval_step", "note", "prompt", "detail", "empty", "error"],
       schedule,
     ),
   ];

@@ -7,9 +7,10 @@
 import createScatterplot from "regl-scatterplot";
 import { childView } from "./lib/child.js";
 import { el, fillSelect, on, select } from "./lib/dom.js";
+import { formatNumber } from "./lib/format.js";
 import { ObjectUrls } from "./lib/images.js";
 import { listen, save } from "./lib/model.js";
-import { boxToData, colourCodes, decodePoints, linearScale, pointSize, pointsInBox } from "./lib/points.js";
+import { boxToData, colourAvailable, colourCodes, decodePoints, linearScale, pointSize, pointsInBox } from "./lib/points.js";
 import { boxSelect } from "./lib/projector/box_select.js";
 import { serialDraws } from "./lib/projector/draws.js";
 import { legendItems } from "./lib/projector/legend.js";
@@ -28,6 +29,7 @@ const COLOR_BY = /** @type {const} */ ([
   ["correct", "correct / wrong"],
   ["confidence", "confidence"],
   ["loss", "loss"],
+  ["target", "target value"],
   ["none", "one colour"],
 ]);
 const LABEL = { pca: "PCA", tsne: "t-SNE", umap: "UMAP" };
@@ -40,6 +42,7 @@ function render({ model, el: root }) {
   const methodSelect = select("nbviz-pj-method", "method", METHODS);
   const colourSelect = select("nbviz-pj-color", "colour by", COLOR_BY);
   const classSelect = select("nbviz-pj-class", "class");
+  const classLabel = el("label", {}, ["show", classSelect]);
   const modeButtons = /** @type {Record<string, HTMLButtonElement>} */ ({});
   for (const [mode, text] of [
     ["pan", "pan / zoom"],
@@ -60,7 +63,7 @@ function render({ model, el: root }) {
   const toolbar = el("div", { class: "nbviz-toolbar" }, [
     el("label", {}, ["layout", methodSelect]),
     el("label", {}, ["colour", colourSelect]),
-    el("label", {}, ["show", classSelect]),
+    classLabel,
     modeButtons.pan,
     modeButtons.box,
     modeButtons.lasso,
@@ -232,7 +235,7 @@ function render({ model, el: root }) {
     );
     drawn = true;
     const unknown = codes.includes(colors.length - 1);
-    legend.replaceChildren(...legendItems(model.get("color_by"), colors, model.get("class_names") || [], points.loss_max, unknown));
+    legend.replaceChildren(...legendItems(model.get("color_by"), colors, model.get("class_names") || [], points.loss_max, unknown, points.target_range));
     updateText();
   });
 
@@ -254,8 +257,11 @@ function render({ model, el: root }) {
     noteText.textContent = model.get("note") || "";
     methodSelect.value = wanted;
     colourSelect.value = model.get("color_by");
+    // colourings that mean nothing for these points (classes of a regression) are not offered
+    for (const option of Array.from(colourSelect.children)) option.hidden = !colourAvailable(option.value, points);
     const names = model.get("class_names") || [];
     const k = points ? points.n_classes : names.length;
+    classLabel.style.display = k > 0 ? "" : "none";
     const current = String(model.get("filter_class"));
     const options = [["-1", "all classes"]];
     for (let i = 0; i < k; i++) options.push([String(i), names[i] ?? `class ${i}`]);
@@ -268,7 +274,15 @@ function render({ model, el: root }) {
     const [sx, sy] = plot.getScreenPosition(i) ?? [0, 0];
     const names = model.get("class_names") || [];
     const name = (/** @type {number} */ c) => (c === points.missing ? "?" : (names[c] ?? String(c)));
-    const lines = [`label ${name(points.label[i])}`];
+    const lines = points.n_classes > 0 ? [`label ${name(points.label[i])}`] : [];
+    if (!points.has_predictions && points.loss[i] !== 255) {
+      // a model that is not a classifier: its loss (and target) say how it did
+      lines.push(`loss \u2248 ${formatNumber(Math.expm1((points.loss[i] / 254) * Math.log1p(points.loss_max)))}`);
+    }
+    if (points.has_target && points.target[i] !== 255) {
+      const [lo, hi] = points.target_range;
+      lines.push(`target \u2248 ${formatNumber(lo + (points.target[i] / 254) * (hi - lo))}`);
+    }
     if (points.has_predictions) {
       lines.push(`predicted ${name(points.pred[i])}`);
       if (points.confidence[i] !== 255) {

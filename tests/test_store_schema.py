@@ -171,3 +171,20 @@ def test_a_foreign_sqlite_file_is_not_taken_for_a_run(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(SchemaError, match="is not an nbviz run"):
         create_or_open(run)
+
+
+def test_a_schema_1_run_is_migrated_step_by_step_and_keeps_its_data(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    create_or_open(run).close()
+    _make_older(run, 1)
+    conn = sqlite3.connect(run / DB_NAME)
+    with conn:
+        conn.execute("INSERT INTO scalars VALUES ('loss', 3, 0.5, 0.0)")
+    conn.close()
+    with pytest.raises(SchemaError, match="written with schema 1 .* open it once for writing"):
+        Reader(run)
+    create_or_open(run).close()
+    assert _stored_version(run) == SCHEMA_VERSION
+    with Reader(run) as r:
+        assert r.scalars()["value"].tolist() == [0.5]
+        assert r.outputs(0) is None and len(r.captured_ids()) == 0

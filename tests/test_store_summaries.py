@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nbviz.store import DB_NAME, Reader, Writer, create_or_open
+from nbviz.store import DB_NAME, SCHEMA_VERSION, Reader, Writer, create_or_open
 from nbviz.store.connection import _PROGRESS_OPS
 from nbviz.store.encoding import counts_array, pack_counts
 from nbviz.store.errors import StoredValueError
@@ -117,7 +117,7 @@ def test_a_schema_2_run_is_migrated_and_reads_as_the_same_run_written_now(
     conn.close()
     create_or_open(old).close()  # opened for writing: migrated
     with Reader(old) as a, Reader(runs[SHORT]) as b:
-        assert a.meta("schema_version") == 3
+        assert a.meta("schema_version") == SCHEMA_VERSION
         assert a.stats("activation").equals(b.stats("activation"))
         assert a.stats_at(17).equals(b.stats_at(17))
         assert (

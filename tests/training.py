@@ -78,3 +78,38 @@ def loss_only_run(path: Path) -> nbviz.Run:
     run.log(0, train_loss=1.0)
     run.flush()
     return run
+
+
+class ConvAutoencoder(nn.Module):
+    """8x8 digits -> a 16-d code -> 8x8 digits (the code is the last Linear's input)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 64, 16)
+        )
+        self.decoder = nn.Sequential(nn.Linear(16, 64), nn.Unflatten(1, (1, 8, 8)), nn.Sigmoid())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.encoder(x))
+
+
+def record_autoencoder(path: Path, steps: int = 60, every: int = 20) -> Path:
+    """Train ``ConvAutoencoder`` on the digits (watched), evaluating it with a per-sample MSE
+    every ``every`` steps on the validation images (a loader of inputs alone)."""
+    from nbviz.demo import load_digits
+
+    data = load_digits()
+    x_train, x_val = torch.from_numpy(data.x_train), torch.from_numpy(data.x_val)
+    torch.manual_seed(0)
+    model = ConvAutoencoder()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    val = [x_val[i : i + 64] for i in range(0, len(x_val), 64)]
+    with nbviz.Run(path, overwrite=True) as run, run.watch(model, every=10):
+        for step in range(steps):
+            batch = x_train[(step * 64) % 1280 :][:64]
+            loss = sgd_step(model, opt, batch, batch, nn.functional.mse_loss)
+            run.log(step, train_loss=loss)
+            if step % every == every - 1:
+                run.evaluate(step, model, val, loss_fn=nn.MSELoss(reduction="none"))
+    return path

@@ -5,7 +5,7 @@
 import { MISSING_RGB, paletteFor, rgbToHex, viridis } from "./color.js";
 import { decodeArray } from "./wire.js";
 
-/** Bins of the continuous colour modes (confidence, loss). */
+/** Bins of the continuous colour modes (confidence, loss, target). */
 export const BINS = 32;
 
 /**
@@ -15,6 +15,7 @@ export const BINS = 32;
  * @property {ArrayLike<number>} pred
  * @property {ArrayLike<number>} confidence  bytes 0..254, 255 unknown
  * @property {ArrayLike<number>} loss  bytes 0..254 (log scale), 255 unknown
+ * @property {ArrayLike<number>} [target]  bytes 0..254 over target_range, 255 unknown
  * @property {number} n_classes
  * @property {number} missing
  */
@@ -45,13 +46,14 @@ export function decodePoints(raw) {
     pred: decodeArray(raw.pred).data,
     confidence: decodeArray(raw.confidence).data,
     loss: decodeArray(raw.loss).data,
+    target: raw.target ? decodeArray(raw.target).data : new Uint8Array(n).fill(255),
   };
 }
 
 /**
  * Category index of every point for a colour mode, and the colours of the categories.
  * The last colour is always the grey of "unknown".
- * @param {"label" | "prediction" | "correct" | "confidence" | "loss" | "none"} mode
+ * @param {"label" | "prediction" | "correct" | "confidence" | "loss" | "target" | "none"} mode
  * @param {PointArrays} p
  * @returns {{codes: Float32Array, colors: string[]}}
  */
@@ -78,8 +80,8 @@ export function colourCodes(mode, p) {
     }
     return { codes, colors: ["#2e7d32", "#d32f2f", grey] };
   }
-  if (mode === "confidence" || mode === "loss") {
-    const src = mode === "confidence" ? p.confidence : p.loss;
+  if (mode === "confidence" || mode === "loss" || mode === "target") {
+    const src = mode === "confidence" ? p.confidence : mode === "loss" ? p.loss : p.target;
     const colors = Array.from({ length: BINS }, (_, i) => rgbToHex(viridis(i / (BINS - 1))));
     for (let i = 0; i < n; i++) {
       const v = src[i];
@@ -88,6 +90,22 @@ export function colourCodes(mode, p) {
     return { codes, colors: [...colors, grey] };
   }
   return { codes, colors: ["#1565c0", grey] };
+}
+
+/**
+ * Whether a colouring means something for these points: classes need labels (or
+ * predictions), correct / confidence need predicted classes, loss and target values.
+ * @param {string} mode
+ * @param {any} p  decoded points (has_labels, has_predictions, has_loss, has_target)
+ * @returns {boolean}
+ */
+export function colourAvailable(mode, p) {
+  if (!p) return true;
+  if (mode === "label") return Boolean(p.has_labels ?? p.n_classes > 0);
+  if (mode === "prediction" || mode === "correct" || mode === "confidence") return Boolean(p.has_predictions);
+  if (mode === "loss") return p.has_loss ?? true;
+  if (mode === "target") return Boolean(p.has_target);
+  return true;
 }
 
 /**

@@ -312,24 +312,50 @@ class Run(RunView):
         rows, probabilities = tables.predictions(
             step, logits_or_preds, labels, ids, split, loss=loss, n_classes=self._n_classes()
         )
-        step, split = rows[0][1], rows[0][0]
-        if self._dist is None or self._dist.writes:
-            if self._one(
-                "SELECT 1 FROM predictions WHERE split = ? AND step = ? LIMIT 1", (split, step)
-            ):
-                if not overwrite:
-                    raise ValueError(
-                        f"log_predictions: {split!r} predictions are already recorded at step "
-                        f"{step}; pass overwrite=True to replace them (predictions and class "
-                        "probabilities together), or log this evaluation at another step"
-                    )
-                for table in ("predictions", "probabilities"):
-                    self._writer.execute(
-                        f"DELETE FROM {table} WHERE split = ? AND step = ?", (split, step)
-                    )
+        tables.replace_evaluation(self, "log_predictions", rows[0][1], rows[0][0], overwrite)
         self._writer.insert("predictions", rows)
         if probabilities:
             self._writer.insert("probabilities", probabilities)
+
+    def log_outputs(
+        self,
+        step: int,
+        loss: Any,
+        outputs: Any = None,
+        targets: Any = None,
+        ids: Any = None,
+        split: str = "val",
+        *,
+        labels: Any = None,
+        targets_are_inputs: bool = False,
+        overwrite: bool = False,
+    ) -> None:
+        """Record one evaluation of a model that is not a classifier at ``step``.
+
+        ``loss``: one loss per sample (``(N,)``; extra dims, as a per-pixel loss has,
+        are averaged). ``outputs`` and ``targets``: ``(N, ...)`` arrays (or the first
+        samples' only), kept to be shown where they are small enough (see
+        :mod:`nbviz.recording.outputs`);
+        ``targets_are_inputs`` says the targets are the inputs (an autoencoder).
+        ``labels``: the samples' classes, if they have any (for colouring).
+        ``ids`` and ``overwrite`` as in :meth:`log_predictions`.
+        """
+        from nbviz.recording.outputs import rows as output_rows
+
+        preds, outs = output_rows(
+            step,
+            loss,
+            outputs,
+            targets,
+            ids,
+            split,
+            labels=labels,
+            targets_are_inputs=targets_are_inputs,
+            n_classes=self._n_classes(),
+        )
+        tables.replace_evaluation(self, "log_outputs", preds[0][1], preds[0][0], overwrite)
+        self._writer.insert("predictions", preds)
+        self._writer.insert("outputs", outs)
 
     def log_embeddings(
         self,
@@ -383,6 +409,7 @@ class Run(RunView):
         max_samples: int = 20_000,
         log_scalars: bool = True,
         capture_ids: Sequence[int] = (),
+        loss_fn: Any = None,
     ) -> dict[str, float]:
         """One pass over ``loader``: predictions, per-sample losses, embeddings, samples.
 
@@ -395,6 +422,14 @@ class Run(RunView):
         Samples are logged on the first evaluation of a split. ``capture_ids``: samples
         whose activations through every layer are also recorded (see :meth:`capture`).
         Logs ``{split}_loss`` and ``{split}_accuracy`` at ``step`` and returns them.
+
+        ``loss_fn(outputs, targets)``: any model (regression, autoencoder, per-pixel or
+        multi-label outputs). It must give one loss per sample (``reduction='none'``;
+        extra dims are averaged). Targets are the batch's second item, or the inputs
+        for a loader of inputs alone (an autoencoder). Records the losses, outputs and
+        targets where small enough to show (:meth:`log_outputs`) and embeddings; logs
+        ``{split}_loss``. A classifier's ``(N, classes)`` outputs with class targets
+        stay a classifier's predictions, with ``loss_fn``'s loss.
         """
         return evaluate_into(
             self,
@@ -408,6 +443,7 @@ class Run(RunView):
             max_samples=max_samples,
             log_scalars=log_scalars,
             capture_ids=capture_ids,
+            loss_fn=loss_fn,
         )
 
     def capture(

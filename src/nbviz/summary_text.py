@@ -66,10 +66,14 @@ def run_summary(run: RunView, findings: bool | pd.DataFrame = True) -> str:
     for split in run.splits():
         steps = run.prediction_steps(split)
         last = run.predictions(split=split)
-        acc = float((last["label"] == last["pred"]).mean()) if len(last) else float("nan")
+        if run.predicts_classes(split):
+            acc = float((last["label"] == last["pred"]).mean()) if len(last) else float("nan")
+            how = f"accuracy {_fmt(acc)}"
+        else:  # a model evaluated by its loss alone
+            how = f"mean loss {_fmt(float(last['loss'].mean()) if len(last) else float('nan'))}"
         lines.append(
             f"evaluations ({split}): {len(steps)}, last at step {steps[-1]} on {len(last)} "
-            f"samples, accuracy {_fmt(acc)}"
+            f"samples, {how}"
         )
     if findings is not False:
         from nbviz.analysis.diagnose import format_findings

@@ -8,7 +8,7 @@ import { featureMaps } from "../images.js";
 import { drawSignedBars } from "../sparkline.js";
 import { sortableTable } from "../table.js";
 import { decodeArray } from "../wire.js";
-import { line, sampleContent } from "./sample.js";
+import { line, sampleContent, withOutputs } from "./sample.js";
 
 /**
  * The rows of the top-k table: class name, probability as text, bar width in %.
@@ -31,9 +31,11 @@ export function detailLines(d) {
   /** @type {Array<[string, string]>} */
   const out = [["id", `#${d.id}`]];
   if (d.label !== undefined) out.push(["true", d.label_name ?? String(d.label)]);
-  if (d.evaluated) {
+  if (d.evaluated && d.pred !== undefined) {
     out.push(["pred", d.pred_name ?? String(d.pred)]);
     out.push(["confidence", formatNumber(d.confidence)]);
+  }
+  if (d.evaluated) {
     out.push(["loss", formatNumber(d.loss)]);
     out.push(["step", String(d.step)]);
   }
@@ -125,7 +127,7 @@ function layerBox(layer) {
 export function detailSections(d, urls, onClose) {
   const close = el("button", { class: "nbviz-gallery-detail-close", text: "\u00d7 close", attrs: { type: "button", title: "close the detail" } });
   close.addEventListener("click", onClose);
-  const wrong = d.label !== undefined && d.pred !== d.label;
+  const wrong = d.label !== undefined && d.pred !== undefined && d.pred !== d.label;
   const info = el(
     "div",
     { class: "nbviz-gallery-detail-info" },
@@ -133,9 +135,11 @@ export function detailSections(d, urls, onClose) {
   );
   if (d.missing) info.append(el("div", { class: "nbviz-muted", text: d.missing }));
   const sample = sampleContent(d, urls, { image: "nbviz-gallery-big", text: "nbviz-gallery-text nbviz-gallery-detail-text" });
+  // a model that is not a classifier: what it gave beside the sample, no class probabilities
+  const head = d.outputs ? [...withOutputs(d, sample, urls, "nbviz-gallery-big"), info] : [sample, info, topKBox(d)];
   const sections = [
     el("div", { class: "nbviz-gallery-detail-bar" }, [el("span", { class: "nbviz-lb-chart-title", text: `sample #${d.id}` }), close]),
-    el("div", { class: "nbviz-gallery-detail-head" }, [sample, info, topKBox(d)]),
+    el("div", { class: "nbviz-gallery-detail-head" }, head),
   ];
   if (d.units && d.units.values) {
     sections.push(

@@ -1,7 +1,9 @@
 // One sample of a SampleGallery as it was logged (PNG thumbnail, text, or the
 // first values of an array row), its card with the true label, the prediction,
-// the confidence and the loss, and a "label value" line. Every text from data
-// goes in with textContent.
+// the confidence and the loss, and a "label value" line. For a model that is not
+// a classifier, what it gave beside the sample (`outputs` panels: a reconstruction
+// beside its input, a predicted mask beside the true one, a regression's values
+// beside the target) and the loss. Every text from data goes in with textContent.
 import { el } from "../dom.js";
 import { formatNumber } from "../format.js";
 import { decodeArray } from "../wire.js";
@@ -39,6 +41,47 @@ export function sampleContent(item, urls, classes) {
 }
 
 /**
+ * An array's values as text: one number, or "[1, 2, … (64 values)]".
+ * @param {any} payload  the wire array
+ * @param {number} size  how many values there are in all
+ * @returns {string}
+ */
+export function valuesText(payload, size) {
+  const values = Array.from(decodeArray(payload).data, (v) => formatNumber(Number(v)));
+  if (size === 1 && values.length === 1) return values[0];
+  const more = size > values.length ? ` \u2026 (${size} values)` : "";
+  return `[${values.join(", ")}${more}]`;
+}
+
+/**
+ * The sample beside what the model gave for it: the images side by side, each
+ * captioned (input, target, output), and the values as "target …" / "output …" lines.
+ * @param {any} item  a gallery item or the detail, with `outputs` panels
+ * @param {HTMLElement | null} sample  the sample as logged (sampleContent)
+ * @param {import("../images.js").ObjectUrls} urls
+ * @param {string} imageClass  the images' class (card thumbnail or detail size)
+ * @returns {HTMLElement[]}
+ */
+export function withOutputs(item, sample, urls, imageClass) {
+  const panels = item.outputs || [];
+  const images = panels.filter((/** @type {any} */ p) => p.kind === "image");
+  const figure = (/** @type {HTMLElement} */ node, /** @type {string} */ name) =>
+    el("div", { class: "nbviz-gallery-panel", attrs: { "data-panel": name } }, [node, el("div", { class: "nbviz-muted", text: name })]);
+  /** @type {HTMLElement[]} */
+  const out = [];
+  if (images.length) {
+    const shown = images.map((/** @type {any} */ p) => figure(urls.png(p.png, { class: imageClass, alt: `${p.name} of sample ${item.id}` }), p.name));
+    out.push(el("div", { class: "nbviz-gallery-pair" }, [...(sample ? [figure(sample, "input")] : []), ...shown]));
+  } else if (sample) {
+    out.push(sample);
+  }
+  for (const p of panels) {
+    if (p.kind === "values") out.push(line(p.name, valuesText(p.values, p.size), "nbviz-gallery-values"));
+  }
+  return out;
+}
+
+/**
  * The card of one sample in the grid (wrong predictions marked, the open one active).
  * @param {any} item
  * @param {boolean} open  its detail is shown
@@ -46,7 +89,9 @@ export function sampleContent(item, urls, classes) {
  * @returns {HTMLElement}
  */
 export function sampleCard(item, open, urls) {
-  const wrong = item.evaluated && item.label !== undefined && item.pred !== item.label;
+  const classes = item.pred !== undefined;
+  const wrong = item.evaluated && classes && item.label !== undefined && item.pred !== item.label;
+  const sample = sampleContent(item, urls, { image: "nbviz-gallery-thumb", text: "nbviz-gallery-text" });
   const node = el(
     "div",
     {
@@ -54,12 +99,14 @@ export function sampleCard(item, open, urls) {
       attrs: { "data-id": item.id, tabindex: 0, title: `sample ${item.id}: click for its detail` },
     },
     [
-      sampleContent(item, urls, { image: "nbviz-gallery-thumb", text: "nbviz-gallery-text" }),
+      ...withOutputs(item, sample, urls, "nbviz-gallery-thumb"),
       el("div", { class: "nbviz-gallery-line nbviz-gallery-id", text: `#${item.id}` }),
     ],
   );
   if (item.label !== undefined) node.append(line("true", item.label_name ?? String(item.label)));
-  if (item.evaluated) {
+  if (item.evaluated && !classes) {
+    node.append(el("div", { class: "nbviz-gallery-num nbviz-gallery-loss", text: `loss ${formatNumber(item.loss)}` }));
+  } else if (item.evaluated) {
     node.append(
       line("pred", item.pred_name ?? String(item.pred), wrong ? "nbviz-gallery-pred-wrong" : ""),
       el("div", {

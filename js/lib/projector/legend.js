@@ -1,6 +1,6 @@
 // The legend of the embedding projector: what each colour means for the
 // chosen colouring (classes by name, correct / wrong, the ends of a
-// confidence or loss ramp, and the grey of unknown values).
+// confidence, loss or target ramp, and the grey of unknown values).
 import { el } from "../dom.js";
 import { formatNumber } from "../format.js";
 
@@ -11,9 +11,10 @@ import { formatNumber } from "../format.js";
  * @param {string[]} names  class names
  * @param {number} lossMax  the loss at the top of the loss ramp
  * @param {boolean} unknown  some points have no value
+ * @param {number[]} [targetRange]  the target values at the ends of the target ramp
  * @returns {HTMLElement[]}
  */
-export function legendItems(by, colors, names, lossMax, unknown) {
+export function legendItems(by, colors, names, lossMax, unknown, targetRange = [0, 1]) {
   const item = (/** @type {string} */ color, /** @type {string} */ text) =>
     el("span", {}, [el("span", { class: "nbviz-projector-swatch", style: { background: color } }), text]);
   const items = [];
@@ -21,6 +22,9 @@ export function legendItems(by, colors, names, lossMax, unknown) {
     for (let i = 0; i < colors.length - 1; i++) items.push(item(colors[i], names[i] ?? `class ${i}`));
   } else if (by === "correct") {
     items.push(item(colors[0], "correct"), item(colors[1], "wrong"));
+  } else if (by === "target") {
+    items.push(item(colors[0], `target ${formatNumber(targetRange[0])}`));
+    items.push(item(colors[colors.length - 2], `target ${formatNumber(targetRange[1])}`));
   } else if (by === "confidence" || by === "loss") {
     items.push(item(colors[0], by === "loss" ? "loss 0" : "confidence 0"));
     items.push(item(colors[colors.length - 2], by === "loss" ? `loss ${formatNumber(lossMax)}+` : "confidence 1"));

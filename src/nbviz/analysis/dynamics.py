@@ -114,6 +114,12 @@ def sample_dynamics(run: Any, split: str = "train") -> pd.DataFrame:
             "loader, or run.log_predictions(step, logits, labels, ids=batch_ids, "
             f"split={split!r})"
         )
+    if not run.predicts_classes(split):
+        raise ValueError(
+            f"sample_dynamics: the {split!r} predictions have no classes (a model evaluated "
+            "by its loss, loss_fn=...); training dynamics read a classifier's confidence in "
+            "each sample's class"
+        )
     late_from = len(steps) // 2
     ids = np.zeros(0, dtype=np.int64)
     acc = {k: np.zeros(0) for k in _SUMS}

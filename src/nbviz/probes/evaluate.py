@@ -1,8 +1,17 @@
-"""One evaluation pass: logits, labels, ids, embeddings and per-unit summaries of a model."""
+"""One evaluation pass: logits, labels, ids, embeddings and per-unit summaries of a model.
+
+With a ``loss_fn`` the model need not be a classifier: each batch's outputs go to
+``loss_fn(outputs, targets)``, which gives one loss per sample (``reduction='none'``;
+extra dims, as a per-pixel loss has, are averaged). The targets are the batch's
+second item, or for a batch of inputs alone (a tensor, or a 1-tuple) the inputs
+themselves: an autoencoder. A dict batch may hold ``label``/``labels`` (classes, kept
+for colouring) beside ``target``/``targets``. A model whose outputs are ``(N, classes)``
+logits and whose targets are class indices is still a classifier, with ``loss_fn``'s loss.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,17 +28,32 @@ _LABEL_KEYS = ("label", "labels", "y", "target", "targets")
 _ID_KEYS = ("id", "ids", "index", "idx")
 
 
+_TARGET_KEYS = ("target", "targets", "y")
+NOT_A_CLASSIFIER = (
+    "; for a model that is not a classifier (regression, an autoencoder, per-pixel or "
+    "multi-label outputs) pass loss_fn=, a loss with reduction='none' "
+    "(e.g. loss_fn=nn.MSELoss(reduction='none'))"
+)
+_CLASS_KEYS = ("label", "labels")
+
+
 @dataclass
 class Evaluation:
+    """What one pass gave: ``logits`` for a classifier, else ``outputs`` and ``targets``
+    (the first samples' only, see :mod:`nbviz.recording.outputs`) and a loss per sample."""
+
     ids: np.ndarray | None
-    logits: np.ndarray
-    labels: np.ndarray
+    logits: np.ndarray | None
+    labels: np.ndarray | None
     losses: np.ndarray
     embeddings: np.ndarray | None
     embed_name: str | None
     units: np.ndarray | None
     units_name: str | None
     inputs: np.ndarray | None
+    outputs: np.ndarray | None = None
+    targets: np.ndarray | None = None
+    targets_are_inputs: bool = False
 
 
 def _resolve_layer(model: nn.Module, layer: str | nn.Module, what: str) -> tuple[str, nn.Module]:
@@ -74,11 +98,38 @@ def _split_batch(batch: Any) -> tuple[Any, Any, Any]:
             return batch[0], batch[1], None
         if len(batch) == 3:
             return batch[0], batch[1], batch[2]
+    alone = isinstance(batch, torch.Tensor | np.ndarray) or (
+        isinstance(batch, tuple | list) and len(batch) == 1
+    )
     raise ValueError(
         "evaluate: the loader must yield (inputs, labels), (inputs, labels, ids) or a dict; "
         f"got {type(batch).__name__}"
         + (f" of length {len(batch)}" if hasattr(batch, "__len__") else "")
+        + (NOT_A_CLASSIFIER + "; inputs alone are an autoencoder's targets" if alone else "")
     )
+
+
+def _split_for_loss(batch: Any) -> tuple[Any, Any, Any, Any]:
+    """``(inputs, targets or None, ids, labels)`` of a batch evaluated with a ``loss_fn``."""
+    if isinstance(batch, torch.Tensor | np.ndarray):
+        return batch, None, None, None
+    if isinstance(batch, Mapping):
+        x = next((batch[k] for k in _INPUT_KEYS if k in batch), None)
+        if x is None:
+            raise ValueError(
+                f"evaluate: a dict batch needs an input key ({', '.join(_INPUT_KEYS)}); "
+                f"got keys {sorted(batch)}"
+            )
+        y = next((batch[k] for k in _TARGET_KEYS if k in batch), None)
+        labels = next((batch[k] for k in _CLASS_KEYS if k in batch), None)
+        if y is None:
+            y, labels = labels, None
+        i = next((batch[k] for k in _ID_KEYS if k in batch), None)
+        return x, y, i, labels
+    if isinstance(batch, tuple | list) and len(batch) == 1:
+        return batch[0], None, None, None
+    x, y, i = _split_batch(batch)
+    return x, y, i, None
 
 
 def _to_device(x: Any, device: torch.device) -> Any:
@@ -105,6 +156,7 @@ def run_evaluation(
     embed_layer: str | nn.Module | None,
     units_layer: str | nn.Module | None,
     max_samples: int,
+    loss_fn: Callable[[Any, Any], Any] | None = None,
 ) -> Evaluation:
     was_training = model.training
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -131,72 +183,214 @@ def run_evaluation(
                 captured["units"].append(_unit_summary(module, t).cpu())
 
         handles.append(units[1].register_forward_hook(take_output))
-    logits, labels, ids, inputs = [], [], [], []
-    n_inputs = 0
-    has_ids = None
+    acc = _Batches(max_samples)
     try:
         model.eval()
         with torch.no_grad():
             for number, batch in enumerate(loader):
-                x, y, i = _split_batch(batch)
-                y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
-                if not len(y_arr):
-                    continue  # an empty batch: nothing to evaluate
-                if has_ids is None:
-                    has_ids = i is not None
-                elif has_ids != (i is not None):
-                    raise ValueError("evaluate: some batches have ids and others do not")
-                out = model(_to_device(x, device))
-                _, logit = find_tensor(out)
-                if logit is None:
-                    raise ValueError(
-                        f"evaluate: the model returned {type(out).__name__} with no float tensor"
-                    )
-                rows = logit.shape[0] if logit.ndim else 1
-                if len(y_arr) != rows:
-                    raise ValueError(
-                        f"evaluate: batch {number} has {len(y_arr)} labels but the model gave "
-                        f"{rows} rows of logits for its inputs"
-                    )
-                logits.append(logit.detach().float().cpu())
-                labels.append(y_arr)
-                if i is not None:
-                    i_arr = rec.to_numpy(i, "evaluate: ids").reshape(-1)
-                    if len(i_arr) != rows:
-                        raise ValueError(
-                            f"evaluate: batch {number} has {len(i_arr)} ids for {rows} samples"
-                        )
-                    ids.append(i_arr)
-                if isinstance(x, torch.Tensor | np.ndarray) and n_inputs < max_samples:
-                    arr = rec.to_numpy(x, "evaluate: inputs")[: max_samples - n_inputs]
-                    inputs.append(arr)
-                    n_inputs += len(arr)
+                if loss_fn is None:
+                    acc.classifier_batch(model, device, number, batch)
+                else:
+                    acc.loss_batch(model, device, number, batch, loss_fn)
     finally:
         for h in handles:
             h.remove()
         model.train(was_training)
-    if not logits:
+    if not acc.rows:
         raise ValueError("evaluate: the loader yielded no samples (no batches, or only empty ones)")
-    logit_arr = torch.cat(logits).numpy()
-    label_arr = rec.check_labels(np.concatenate(labels), len(logit_arr), None, "evaluate")
-    if logit_arr.ndim == 1 and logit_arr.dtype.kind == "f":
-        logit_arr = logit_arr[:, None]  # one logit per sample (squeezed): a binary model's
-    logit_arr = rec.two_class_logits(logit_arr)  # so argmax, accuracy and ranks agree
-    if logit_arr.ndim != 2:
-        raise ValueError(
-            f"evaluate: expected (N, classes) logits from the model, got shape {logit_arr.shape}"
+    result = acc.classifier() if loss_fn is None else acc.by_loss()
+    result.embeddings = torch.cat(captured["embed"]).numpy() if captured["embed"] else None
+    result.embed_name = embed[0] if embed is not None else None
+    result.units = torch.cat(captured["units"]).numpy() if captured["units"] else None
+    result.units_name = units[0] if units is not None else None
+    return result
+
+
+def _model_output(model: nn.Module, x: Any, device: torch.device) -> torch.Tensor:
+    out = model(_to_device(x, device))
+    _, t = find_tensor(out)
+    if t is None:
+        raise ValueError(f"evaluate: the model returned {type(out).__name__} with no float tensor")
+    return t
+
+
+class _Batches:
+    """What the batches of one pass gave, gathered (a classifier's, or by ``loss_fn``)."""
+
+    def __init__(self, max_samples: int) -> None:
+        self.max_samples = max_samples
+        self.rows = 0
+        self.logits: list[torch.Tensor] = []
+        self.labels: list[np.ndarray] = []
+        self.ids: list[np.ndarray] = []
+        self.inputs: list[np.ndarray] = []
+        self.losses: list[np.ndarray] = []
+        self.outputs: list[np.ndarray] = []
+        self.targets: list[np.ndarray] = []
+        self.n_inputs = 0
+        self.has_ids: bool | None = None
+        self.targets_are_inputs: bool | None = None
+        self.keeping = {"outputs": True, "targets": True}
+        self.kept = {"outputs": 0, "targets": 0}
+
+    def _keep_values(self, name: str, arr: Any, rows: int) -> None:
+        """Keep a batch's outputs (or targets) while they are small enough to show: those of
+        a classifier's shape (N, C) or (N,) always (they may be one), others up to
+        ``MAX_VALUES_PER_EVALUATION``; once a batch's are not kept, none after it are."""
+        from nbviz.recording.outputs import MAX_VALUES_PER_EVALUATION, MAX_VALUES_PER_SAMPLE
+
+        size = int(np.prod(arr.shape[1:]))
+        small = arr.ndim <= 2 or self.kept[name] + rows * size <= MAX_VALUES_PER_EVALUATION
+        if not (self.keeping[name] and size <= MAX_VALUES_PER_SAMPLE and small):
+            self.keeping[name] = False
+            return
+        if isinstance(arr, torch.Tensor):  # copied to the host only when kept
+            arr = arr.detach().float().cpu().numpy()
+        getattr(self, name).append(arr)
+        self.kept[name] += rows * size
+
+    def _keep(self, number: int, rows: int, x: Any, i: Any) -> None:
+        """The batch's ids (checked) and, up to ``max_samples``, its inputs."""
+        if self.has_ids is None:
+            self.has_ids = i is not None
+        elif self.has_ids != (i is not None):
+            raise ValueError("evaluate: some batches have ids and others do not")
+        if i is not None:
+            i_arr = rec.to_numpy(i, "evaluate: ids").reshape(-1)
+            if len(i_arr) != rows:
+                raise ValueError(
+                    f"evaluate: batch {number} has {len(i_arr)} ids for {rows} samples"
+                )
+            self.ids.append(i_arr)
+        if isinstance(x, torch.Tensor | np.ndarray) and self.n_inputs < self.max_samples:
+            arr = rec.to_numpy(x, "evaluate: inputs")[: self.max_samples - self.n_inputs]
+            self.inputs.append(arr)
+            self.n_inputs += len(arr)
+        self.rows += rows
+
+    def classifier_batch(
+        self, model: nn.Module, device: torch.device, number: int, batch: Any
+    ) -> None:
+        x, y, i = _split_batch(batch)
+        y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
+        if not len(y_arr):
+            return  # an empty batch: nothing to evaluate
+        logit = _model_output(model, x, device)
+        rows = logit.shape[0] if logit.ndim else 1
+        if len(y_arr) != rows:
+            raise ValueError(
+                f"evaluate: batch {number} has {len(y_arr)} labels but the model gave "
+                f"{rows} rows of logits for its inputs"
+            )
+        self.logits.append(logit.detach().float().cpu())
+        self.labels.append(y_arr)
+        self._keep(number, rows, x, i)
+
+    def loss_batch(
+        self, model: nn.Module, device: torch.device, number: int, batch: Any, loss_fn: Any
+    ) -> None:
+        from nbviz.recording.outputs import per_sample_loss
+
+        x, y, i, labels = _split_for_loss(batch)
+        if isinstance(x, torch.Tensor | np.ndarray) and (x.ndim == 0 or not len(x)):
+            return  # an empty batch: nothing to evaluate
+        if self.targets_are_inputs is None:
+            self.targets_are_inputs = y is None
+        out = _model_output(model, x, device)
+        rows = out.shape[0] if out.ndim else 1
+        target = _to_device(x if y is None else y, device)
+        per = loss_fn(out, target)
+        if not isinstance(per, torch.Tensor | np.ndarray):
+            raise TypeError(
+                f"evaluate: loss_fn returned {type(per).__name__}; it must return a tensor "
+                "with one loss per sample (reduction='none')"
+            )
+        what = "evaluate: loss_fn"
+        try:
+            losses = per_sample_loss(per, what, rows)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (model outputs of shape {tuple(out.shape)})") from None
+        self.losses.append(losses)
+        self._keep_values("outputs", out, rows)
+        t_arr = rec.to_numpy(target, "evaluate: targets")
+        if t_arr.ndim and len(t_arr) == rows and t_arr.dtype.kind in "biuf":
+            self._keep_values("targets", t_arr, rows)
+        else:
+            self.keeping["targets"] = False
+        if labels is not None:
+            self.labels.append(rec.to_numpy(labels, "evaluate: labels").reshape(-1))
+        self._keep(number, rows, x, i)
+
+    def classifier(self) -> Evaluation:
+        """A classifier's pass: logits, labels, cross-entropy per sample."""
+        logit_arr = torch.cat(self.logits).numpy()
+        if logit_arr.ndim == 1 and logit_arr.dtype.kind == "f":
+            logit_arr = logit_arr[:, None]  # one logit per sample (squeezed): a binary model's
+        logit_arr = rec.two_class_logits(logit_arr)  # so argmax, accuracy and ranks agree
+        if logit_arr.ndim != 2:
+            raise ValueError(
+                f"evaluate: expected (N, classes) logits from the model, got shape "
+                f"{logit_arr.shape}{NOT_A_CLASSIFIER}"
+            )
+        try:
+            label_arr = rec.check_labels(
+                np.concatenate(self.labels), len(logit_arr), None, "evaluate"
+            )
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{exc}{NOT_A_CLASSIFIER}") from None
+        _, losses, _, _ = rec.predictions_from(logit_arr, label_arr, "evaluate")
+        return self._result(logits=logit_arr, labels=label_arr, losses=losses)
+
+    def by_loss(self) -> Evaluation:
+        """A pass with ``loss_fn``: outputs, targets and its loss per sample; a classifier's
+        logits and labels where the outputs are ``(N, classes)`` and the targets classes."""
+        losses = np.concatenate(self.losses)
+        outputs = _joined(self.outputs)
+        targets = _joined(self.targets)
+        labels = _joined(self.labels)
+        labels = labels if labels is not None and len(labels) == len(losses) else None
+        whole = outputs is not None and targets is not None and len(outputs) == len(losses)
+        if whole and _classes(outputs, targets) and labels is None and not self.targets_are_inputs:
+            labels = rec.check_labels(targets, len(losses), None, "evaluate")
+            return self._result(logits=outputs, labels=labels, losses=losses)
+        if labels is not None:
+            labels = rec.check_labels(labels, len(losses), None, "evaluate")
+        return self._result(
+            logits=None,
+            labels=labels,
+            losses=losses,
+            outputs=outputs,
+            targets=targets,
+            targets_are_inputs=bool(self.targets_are_inputs),
         )
-    _, losses, _, _ = rec.predictions_from(logit_arr, label_arr, "evaluate")
-    emb = torch.cat(captured["embed"]).numpy() if captured["embed"] else None
-    uni = torch.cat(captured["units"]).numpy() if captured["units"] else None
-    return Evaluation(
-        ids=np.concatenate(ids) if ids else None,
-        logits=logit_arr,
-        labels=label_arr,
-        losses=losses,
-        embeddings=emb,
-        embed_name=embed[0] if embed is not None else None,
-        units=uni,
-        units_name=units[0] if units is not None else None,
-        inputs=np.concatenate(inputs) if inputs and inputs[0].ndim >= 2 else None,
-    )
+
+    def _result(self, **fields: Any) -> Evaluation:
+        inputs = np.concatenate(self.inputs) if self.inputs and self.inputs[0].ndim >= 2 else None
+        return Evaluation(
+            ids=np.concatenate(self.ids) if self.ids else None,
+            embeddings=None,
+            embed_name=None,
+            units=None,
+            units_name=None,
+            inputs=inputs,
+            **fields,
+        )
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray | None:
+    """The batches' arrays as one (None for none, or batches of different shapes)."""
+    if not parts:
+        return None
+    try:
+        return np.concatenate(parts)
+    except ValueError:  # batches of different shapes (e.g. variable-size targets)
+        return None
+
+
+def _classes(outputs: np.ndarray, targets: np.ndarray | None) -> bool:
+    """Whether ``(N, C)`` outputs and ``(N,)`` whole-number targets below C are a classifier's."""
+    if targets is None or outputs.ndim != 2 or outputs.shape[1] < 2 or targets.ndim != 1:
+        return False
+    if targets.dtype.kind not in "iu":
+        return False
+    return bool(len(targets)) and 0 <= int(targets.min()) and int(targets.max()) < outputs.shape[1]

@@ -1,6 +1,10 @@
 """``Run.evaluate``: one pass over a loader, recorded as predictions, embeddings,
 samples and captures, and summed up as ``{split}_loss`` and ``{split}_accuracy``.
 
+With a ``loss_fn``, a model that is not a classifier is recorded by its loss per
+sample, its outputs and targets (``Run.log_outputs``), and summed up as
+``{split}_loss`` alone.
+
 The forward pass is :func:`nbviz.probes.evaluate.run_evaluation`; under
 ``torch.distributed`` every rank's samples are gathered onto rank 0, which
 records them, while the other ranks only log the metrics of the whole pass.
@@ -36,6 +40,7 @@ def evaluate_into(
     max_samples: int,
     log_scalars: bool,
     capture_ids: Sequence[int],
+    loss_fn: Any = None,
 ) -> dict[str, float]:
     """Evaluate ``model`` on ``loader`` into ``run``, a :class:`nbviz.Run` (see ``Run.evaluate``).
 
@@ -45,9 +50,19 @@ def evaluate_into(
 
     step = rec.check_step(step, "evaluate")
     split = rec.check_split(split, "evaluate")
+    if loss_fn is not None and not callable(loss_fn):
+        raise TypeError(
+            f"evaluate: loss_fn must be a function (outputs, targets) -> one loss per sample, "
+            f"got {type(loss_fn).__name__}"
+        )
+    if loss_fn is not None and run._dist is not None:
+        raise ValueError(
+            "evaluate: loss_fn under torch.distributed is not supported; evaluate on one "
+            "process (e.g. rank 0 alone) with a Run(..., distributed=False)"
+        )
     prefix = run._layer_prefix.get(model, "")  # layers named as the model's probe names them
     embed_layer, units_layer = _own_names(model, prefix, embed_layer, units_layer)
-    result = run_evaluation(model, loader, embed_layer, units_layer, max_samples)
+    result = run_evaluation(model, loader, embed_layer, units_layer, max_samples, loss_fn)
     metrics = None
     if run._dist is not None:  # every rank's samples, once, onto rank 0
         from nbviz.probes.distributed import gather_evaluation
@@ -62,16 +77,15 @@ def evaluate_into(
                 run.log(step, overwrite=True, **metrics)
             return metrics
         result = gathered
-    ids = result.ids if result.ids is not None else np.arange(len(result.labels))
-    _record(run, step, split, result, ids, prefix, samples)
+    ids = result.ids if result.ids is not None else np.arange(len(result.losses))
+    _record(run, step, split, result, ids, prefix, samples, loss_fn is not None)
     for i, sample in _captured(result, ids, capture_ids):
         run.capture(model, sample, i, split=split, step=step)
     if metrics is None:
-        pred = np.asarray(result.logits).argmax(axis=1)
-        metrics = {
-            f"{split}_loss": float(np.mean(result.losses)),
-            f"{split}_accuracy": float(np.mean(pred == result.labels)),
-        }
+        metrics = {f"{split}_loss": float(np.mean(result.losses))}
+        if result.logits is not None:
+            pred = np.asarray(result.logits).argmax(axis=1)
+            metrics[f"{split}_accuracy"] = float(np.mean(pred == result.labels))
     if log_scalars:
         run.log(step, overwrite=True, **metrics)
     return metrics
@@ -96,10 +110,28 @@ def _record(
     ids: np.ndarray,
     prefix: str,
     samples: bool,
+    custom_loss: bool,
 ) -> None:
-    """Predictions, embeddings, unit values and (the first time for a split) the samples."""
+    """Predictions (or outputs), embeddings, unit values and (the first time for a split)
+    the samples."""
     # an evaluation again at the same step (a cell run again) replaces the last one whole
-    run.log_predictions(step, result.logits, result.labels, ids=ids, split=split, overwrite=True)
+    if result.logits is not None:
+        loss = result.losses if custom_loss else None  # loss_fn's, else cross-entropy
+        run.log_predictions(
+            step, result.logits, result.labels, ids=ids, split=split, loss=loss, overwrite=True
+        )
+    else:
+        run.log_outputs(
+            step,
+            result.losses,
+            result.outputs,
+            result.targets,
+            ids=ids,
+            split=split,
+            labels=result.labels,
+            targets_are_inputs=result.targets_are_inputs,
+            overwrite=True,
+        )
     if result.embeddings is not None:
         layer = prefix + result.embed_name if result.embed_name else None
         run.log_embeddings(step, result.embeddings, ids=ids, split=split, layer=layer)
@@ -110,7 +142,8 @@ def _record(
         run._writer.flush()
         if not len(run.sample_ids(split)):
             n = len(result.inputs)
-            run.log_samples(result.inputs, result.labels[:n], ids=ids[:n], split=split)
+            labels = result.labels[:n] if result.labels is not None else None
+            run.log_samples(result.inputs, labels, ids=ids[:n], split=split)
 
 
 def _captured(

@@ -14,7 +14,7 @@ import numpy as np
 from nbviz import records as rec
 from nbviz.store import to_blob
 
-__all__ = ["MAX_STORED_CLASSES", "embeddings", "predictions", "samples"]
+__all__ = ["MAX_STORED_CLASSES", "embeddings", "predictions", "replace_evaluation", "samples"]
 
 #: Largest class count whose full probability rows are kept (for top-k views).
 MAX_STORED_CLASSES = 1000
@@ -129,3 +129,22 @@ def samples(
         label = int(y[i]) if y is not None else None
         out.append((split, int(ids_arr[i]), label, k, payload, dtype, shape, text))
     return out
+
+
+def replace_evaluation(run: Any, what: str, step: int, split: str, overwrite: bool) -> None:
+    """Refuse a second evaluation of ``run`` at ``step`` and ``split``, or with ``overwrite``
+    delete the first whole (predictions, class probabilities, outputs)."""
+    if run._dist is not None and not run._dist.writes:
+        return
+    if not run._one(
+        "SELECT 1 FROM predictions WHERE split = ? AND step = ? LIMIT 1", (split, step)
+    ):
+        return
+    if not overwrite:
+        raise ValueError(
+            f"{what}: {split!r} predictions are already recorded at step "
+            f"{step}; pass overwrite=True to replace them (predictions, class "
+            "probabilities and outputs together), or log this evaluation at another step"
+        )
+    for table in ("predictions", "probabilities", "outputs"):
+        run._writer.execute(f"DELETE FROM {table} WHERE split = ? AND step = ?", (split, step))

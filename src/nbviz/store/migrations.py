@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from nbviz.store.encoding import pack_counts
 from nbviz.store.summaries import rebuild_all
-from nbviz.store.tables import DDL, DDL_OF_VERSION
+from nbviz.store.tables import DDL_OF_VERSION, OUTPUTS_DDL
 
 __all__ = ["MIGRATIONS"]
 
@@ -28,7 +28,7 @@ def _series_ids(conn: sqlite3.Connection) -> None:
         conn.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
     conn.execute("DROP INDEX IF EXISTS layer_stats_by_layer")
     conn.execute("DROP INDEX IF EXISTS histograms_by_layer")
-    for statement in DDL:
+    for statement in DDL_OF_VERSION[3]:
         conn.execute(statement)
     conn.execute(
         "INSERT OR IGNORE INTO series(layer, signal) SELECT layer, signal FROM old_layer_stats "
@@ -61,4 +61,13 @@ def _series_ids(conn: sqlite3.Connection) -> None:
     rebuild_all(conn)
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _add_captures, 2: _series_ids}
+def _add_outputs(conn: sqlite3.Connection) -> None:
+    """Schema 3 -> 4: the ``outputs`` table (what a model that is not a classifier gave)."""
+    conn.execute(OUTPUTS_DDL)
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: _add_captures,
+    2: _series_ids,
+    3: _add_outputs,
+}

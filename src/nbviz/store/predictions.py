@@ -1,17 +1,30 @@
-"""Read queries on ``predictions`` and ``probabilities``: what the model said about each sample."""
+"""Read queries on ``predictions``, ``probabilities`` and ``outputs``: what the model said
+about each sample (its classes, or for other models its outputs beside their targets)."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from nbviz.store.arrays import from_blob
 from nbviz.store.columns import frame, int64_blob, int_array
+from nbviz.store.errors import StoredValueError
 from nbviz.store.query import MissingStepError, ReaderBase, describe_steps, skip_scan_sql
 
-__all__ = ["PredictionQueries"]
+__all__ = ["ModelOutputs", "PredictionQueries"]
 
 _COLUMNS = ("step", "id", "label", "pred", "loss", "confidence")
+
+
+class ModelOutputs(NamedTuple):
+    """What a model that is not a classifier gave at one evaluation (see ``Reader.outputs``)."""
+
+    ids: np.ndarray
+    outputs: np.ndarray | None
+    targets: np.ndarray | None
+    targets_from: str
 
 
 class PredictionQueries(ReaderBase):
@@ -60,3 +73,44 @@ class PredictionQueries(ReaderBase):
         if row is None:
             return None
         return int64_blob(row[0]), from_blob(row[1], row[2], row[3])
+
+    def predicts_classes(self, split: str = "val") -> bool | None:
+        """Whether ``split``'s latest evaluation predicted classes (None: no predictions).
+
+        False for a model evaluated with a ``loss_fn`` that is not a classifier (its
+        predictions hold a loss per sample and no predicted class).
+        """
+        row = self._row(
+            "SELECT pred FROM predictions WHERE split = ? ORDER BY step DESC LIMIT 1", (split,)
+        )
+        return None if row is None else row[0] is not None
+
+    def class_splits(self) -> list[str]:
+        """Splits whose latest evaluation predicted classes (what class views and checks read)."""
+        return [split for split in self.splits() if self.predicts_classes(split)]
+
+    def outputs(self, step: int, split: str = "val") -> ModelOutputs | None:
+        """The outputs and targets kept at an evaluation of a model that is not a classifier,
+        or None: ``(ids int64 [n], outputs [n, ...] or None, targets [n, ...] or None,
+        targets_from)``; ``targets_from`` is ``"inputs"`` for an autoencoder's targets."""
+        row = self._row(
+            "SELECT ids, outputs, outputs_dtype, outputs_shape, targets, targets_dtype, "
+            "targets_shape, targets_from FROM outputs WHERE split = ? AND step = ?",
+            (split, int(step)),
+        )
+        if row is None:
+            return None
+        ids = int64_blob(row[0])
+        arrays = []
+        for blob, dtype, shape in (row[1:4], row[4:7]):
+            if blob is None:
+                arrays.append(None)
+                continue
+            arr = from_blob(blob, dtype, shape)
+            if arr.ndim == 0 or arr.shape[0] != len(ids):
+                raise StoredValueError(
+                    f"stored outputs of shape {list(arr.shape)} do not match {len(ids)} ids"
+                )
+            arrays.append(arr)
+        source = row[7] if row[7] in ("inputs", "targets") else "targets"
+        return ModelOutputs(ids, arrays[0], arrays[1], str(source))

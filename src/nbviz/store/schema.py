@@ -26,7 +26,13 @@ Conventions the tables rely on:
   float32, one per unit.
 - ``step_runs``, ``scalar_buckets`` and ``stat_buckets`` are summaries the
   writer keeps as it writes (:mod:`nbviz.store.summaries`).
-- ``ids`` blobs (``probabilities``, ``embeddings``) are little-endian int64.
+- ``ids`` blobs (``probabilities``, ``embeddings``, ``outputs``) are little-endian int64.
+- ``outputs`` hold what a model that is not a classifier gave at one evaluation
+  (``run.evaluate(..., loss_fn=...)``, ``run.log_outputs``): the outputs and
+  targets of the samples in ``ids``, each an array of shape ``(len(ids), ...)``
+  or NULL where it was not kept; ``targets_from`` is ``"inputs"`` when the
+  targets are the model's inputs (an autoencoder), else ``"targets"``. Their
+  per-sample losses are in ``predictions.loss`` (``label`` and ``pred`` NULL).
 - ``captures`` hold one sample's activations, one row per layer (``position`` is
   the forward order): ``summary`` is JSON (output shape and statistics),
   ``units`` little-endian float32 (one mean per unit), ``maps`` little-endian

@@ -17,7 +17,7 @@ that a view reads a bounded amount of a run however long it is.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SIGNALS = ("activation", "gradient", "weight", "update")
 
 # Column order of every table: the order of the tuples handed to Writer.insert.
@@ -77,6 +77,18 @@ TABLES: dict[str, tuple[str, ...]] = {
         "created",
     ),
     "profiles": ("step", "name", "payload"),
+    "outputs": (
+        "split",
+        "step",
+        "ids",
+        "outputs",
+        "outputs_dtype",
+        "outputs_shape",
+        "targets",
+        "targets_dtype",
+        "targets_shape",
+        "targets_from",
+    ),
     "captures": (
         "split",
         "id",
@@ -203,7 +215,7 @@ def _name(statement: str) -> str:
 # Small rows cluster on their key (WITHOUT ROWID); rows that carry blobs of any
 # size keep a rowid (SQLite advises against WITHOUT ROWID for rows over ~1/20 of
 # a page). Histograms are kept compact enough to cluster.
-DDL: tuple[str, ...] = (
+_DDL_V3: tuple[str, ...] = (
     *(d for d in _DDL_V2 if _name(d) not in _V3_CHANGED),
     """CREATE TABLE IF NOT EXISTS series(
         id INTEGER PRIMARY KEY, layer TEXT NOT NULL, signal TEXT NOT NULL,
@@ -243,9 +255,19 @@ DDL: tuple[str, ...] = (
     """CREATE INDEX IF NOT EXISTS stat_buckets_by_series ON stat_buckets(sid, level, bucket)""",
 )
 
+# Schema 4: what a model that is not a classifier gave at an evaluation.
+OUTPUTS_DDL = """CREATE TABLE IF NOT EXISTS outputs(
+        split TEXT NOT NULL, step INTEGER NOT NULL, ids BLOB NOT NULL,
+        outputs BLOB, outputs_dtype TEXT, outputs_shape TEXT,
+        targets BLOB, targets_dtype TEXT, targets_shape TEXT, targets_from TEXT,
+        PRIMARY KEY(split, step))"""
+
+DDL: tuple[str, ...] = (*_DDL_V3, OUTPUTS_DDL)
+
 #: The DDL of each schema version this nbviz reads: what a run of that version holds.
 DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
     1: tuple(d for d in _DDL_V2 if d is not _CAPTURES_DDL),
     2: _DDL_V2,
-    3: DDL,
+    3: _DDL_V3,
+    4: DDL,
 }

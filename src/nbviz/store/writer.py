@@ -44,6 +44,7 @@ _BULKY = frozenset(
         "histograms",
         "unit_stats",
         "probabilities",
+        "outputs",
         "samples",
         "embeddings",
         "projections",

@@ -146,6 +146,15 @@ class ConfusionMatrix(LiveView):
 
     def _read_steps(self) -> None:
         self._steps = np.asarray(self._run.prediction_steps(self.split), dtype=np.int64)
+        if len(self._steps) and self._run.predicts_classes(self.split) is False:
+            self._steps = self._steps[:0]
+            self.eval_steps = []
+            self.empty = (
+                f"The {self.split} predictions in {self._run.name} have no classes (a model "
+                "evaluated by its loss, loss_fn=...), and a confusion matrix counts classes: "
+                "SampleGallery(run, sort_by='loss') shows the samples it errs on most."
+            )
+            return
         self.eval_steps = [int(s) for s in self._steps]
         if not len(self._steps):
             self.empty = (

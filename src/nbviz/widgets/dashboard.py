@@ -4,7 +4,10 @@ The scrubber's ``step`` is linked to the ``step`` of every view with
 ``ipywidgets.jslink``, a link kept by the browser: moving the slider moves
 every view at once, without a round trip through the kernel, and the link
 still holds in a saved HTML page. Views that have nothing to show for this
-run (no captures, no predictions) are left out, and ``notes`` says why.
+run (no captures, no predictions) are left out, and ``notes`` says why (also
+shown under the views). For a model that is not a classifier (evaluated with a
+``loss_fn``) the views of classes stay out and a gallery of its samples,
+highest loss first, takes the confusion matrix's place.
 """
 
 from __future__ import annotations
@@ -21,13 +24,17 @@ from nbviz.widgets.scrubber import StepScrubber
 
 __all__ = ["Dashboard"]
 
+_BY_LOSS = {"sort_by": "loss", "descending": True}
+_NO_CLASSES = "the predictions have no classes (a model evaluated by its loss, loss_fn=...)"
+
 # (attribute, module, class, what the run must hold for it, keyword arguments)
 _VIEWS: tuple[tuple[str, str, str, str, dict[str, Any]], ...] = (
     ("loss_curves", "nbviz.widgets.loss_curves", "LossCurves", "scalars", {}),
     ("health", "nbviz.widgets.health", "HealthReport", "anything", {}),
     ("layers", "nbviz.widgets.layer_browser", "LayerBrowser", "captures", {}),
     ("histograms", "nbviz.widgets.histograms", "Histograms", "histograms", {}),
-    ("confusion", "nbviz.widgets.confusion", "ConfusionMatrix", "predictions", {}),
+    ("confusion", "nbviz.widgets.confusion", "ConfusionMatrix", "class predictions", {}),
+    ("samples", "nbviz.widgets.gallery", "SampleGallery", "losses without classes", _BY_LOSS),
     ("projector", "nbviz.widgets.projector", "EmbeddingProjector", "embeddings", {"method": "pca"}),
     ("data_map", "nbviz.widgets.data_map", "DataMap", "training dynamics", {}),
     ("profiler", "nbviz.widgets.profiler", "Profiler", "profiles", {}),
@@ -41,17 +48,31 @@ def _holds(run: Any, what: str) -> bool:
         return bool(run.recorded_layers())
     if what == "histograms":
         return bool(run.recorded_layers(table="histograms"))
-    if what == "predictions":
-        return bool(run.splits())
+    if what == "class predictions":
+        return any(run.predicts_classes(split) for split in run.splits())
+    if what == "losses without classes":  # the samples a model that is not a classifier errs on
+        return run.predicts_classes("val") is False
     if what == "embeddings":
-        return any(run.embedding_layers(split) for split in run.splits())
+        return any(run.embedding_layers(split) for split in run.splits("embeddings"))
     if what == "anything":  # the verdict reads the loss alone if that is all there is
         return bool(run.scalar_names() or run.recorded_layers() or run.splits())
-    if what == "training dynamics":  # the training split evaluated at two steps or more
-        return len(run.prediction_steps("train")) >= 2
+    if what == "training dynamics":  # the training split's classes evaluated at two steps or more
+        return len(run.prediction_steps("train")) >= 2 and bool(run.predicts_classes("train"))
     if what == "profiles":
         return bool(len(run.profile_steps()))
     raise ValueError(f"Dashboard: unknown requirement {what!r}")
+
+
+def _why_left_out(run: Any, cls_name: str, what: str) -> str:
+    """The one line saying why a view is not in the Dashboard ('' where nothing is amiss)."""
+    if what == "losses without classes":
+        return ""  # a classifier's samples open from the ConfusionMatrix
+    splits = run.splits()
+    if what == "class predictions" and splits:
+        return f"{cls_name}: {_NO_CLASSES}"
+    if what == "training dynamics" and run.predicts_classes("train") is False:
+        return f"{cls_name}: {_NO_CLASSES}"
+    return f"{cls_name}: no {what} in this run yet"
 
 
 class Dashboard(W.VBox):
@@ -87,7 +108,9 @@ class Dashboard(W.VBox):
                     raise
                 continue  # a view this version does not have
             if not _holds(run, needs):
-                self.notes.append(f"{cls_name}: no {needs} in this run yet")
+                note = _why_left_out(run, cls_name, needs)
+                if note:
+                    self.notes.append(note)
                 continue
             view = getattr(module, cls_name)(run, live=live, **extra)
             setattr(self, attr, view)
@@ -99,6 +122,10 @@ class Dashboard(W.VBox):
         children: list[W.Widget] = [self.scrubber]
         for attr, view in self.views.items():
             children.append(self._section(attr, view))
+        if self.notes:  # what is not shown, and why: one line each
+            lines = [W.Label(value=f"Not shown: {note}") for note in self.notes]
+            children.append(W.VBox(lines, layout=W.Layout(margin="8px 0 0 0")))
+            children[-1].add_class("nbviz-dashboard-notes")
         super().__init__(children=children, **kwargs)
         self.add_class("nbviz-dashboard")
 
@@ -138,6 +165,7 @@ class Dashboard(W.VBox):
             "layers": "Layers",
             "histograms": "Distributions over steps",
             "confusion": "Where the model errs",
+            "samples": "The samples with the highest loss",
             "projector": "Embeddings",
             "data_map": "Training data map",
             "profiler": "Where a step spends its time",

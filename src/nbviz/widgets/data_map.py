@@ -105,6 +105,15 @@ class DataMap(LiveView):
     def _rebuild(self) -> None:
         run, split = self._run, self.split
         steps = run.prediction_steps(split)
+        if len(steps) and run.predicts_classes(split) is False:
+            self.empty = (
+                f"The data map places each sample by how confidently a classifier gets its "
+                f"class right; the {split} predictions in {run.name} have no classes (a model "
+                "evaluated by its loss, loss_fn=...): SampleGallery(run, split=..., "
+                "sort_by='loss') shows the samples it errs on most."
+            )
+            self.points, self.suspects = {}, []
+            return
         if len(steps) < 2:
             have = len(steps)
             self.empty = (

@@ -8,6 +8,11 @@ Only the page in view travels to the browser, so a gallery of thousands of ids
 stays light. Without logged samples the cards show ids and labels, and
 ``note`` says how to log the samples.
 
+For a model that is not a classifier (``run.evaluate(..., loss_fn=...)``) a card
+shows the loss and, beside the sample, what the model gave for it: a
+reconstruction beside its input, a predicted mask beside the true one, a
+regression's predicted value(s) beside the target (:mod:`nbviz.widgets.outputs`).
+
 Clicking a card sets ``detail_id`` and fills ``detail``: the sample at full
 size, its label and prediction, the top-k class probabilities of the
 evaluation in view (from the probabilities ``run.log_predictions`` keeps for
@@ -39,6 +44,7 @@ from nbviz.widgets.live import (
     reacts_to,
     view_css,
 )
+from nbviz.widgets.outputs import SampleOutputs
 from nbviz.widgets.sample_detail import ClassProbabilities, activations_of, units_of
 from nbviz.widgets.samples import label_fields, prediction_fields, sample_payload
 
@@ -95,6 +101,9 @@ class SampleGallery(LiveView):
     )
     split = traitlets.Unicode("val").tag(sync=True)
     sort_by = traitlets.Enum(SORTS, default_value="given").tag(sync=True)
+    sort_choices = traitlets.List(
+        traitlets.Unicode(), list(SORTS), help="The orders that mean something for this split."
+    ).tag(sync=True)
     descending = traitlets.Bool(True, help="Sort highest first.").tag(sync=True)
     page = traitlets.Int(0, help="Page in view (0-based).").tag(sync=True)
     page_size = traitlets.Int(24).tag(sync=True)
@@ -133,6 +142,7 @@ class SampleGallery(LiveView):
         self._run = run
         self._frames: dict[int, pd.DataFrame] = {}
         self._probs = ClassProbabilities(run)
+        self._outputs = SampleOutputs(run)
         with self._building([run], live):
             self.split = split
             self.page_size = page_size
@@ -157,6 +167,10 @@ class SampleGallery(LiveView):
         self._names = [str(n) for n in names] if names is not None else None
         self._frames = {s: f for s, f in self._frames.items() if s in set(self._steps.tolist())}
         self._probs.keep(self._steps.tolist())
+        self._outputs.clear()
+        classes = self._run.predicts_classes(self.split)
+        # without classes there is no confidence to sort by
+        self.sort_choices = [s for s in SORTS if s != "confidence" or classes is not False]
 
     def _evaluated_ids(self) -> np.ndarray:
         if not len(self._steps):
@@ -277,8 +291,11 @@ class SampleGallery(LiveView):
                 item.update(sample_payload(row))
             if frame is not None and i in frame.index:
                 p = frame.loc[i]
-                label = p["label"]
+                label = p["label"] if not pd.isna(p["label"]) else label
                 item.update(prediction_fields(p, self._names))
+                panels = self._outputs.panels(self.split, at, i)
+                if panels:
+                    item["outputs"] = panels
             item.update(label_fields(label, self._names))
             items.append(item)
         self.items = items
@@ -319,9 +336,13 @@ class SampleGallery(LiveView):
         frame = self._frame(at) if at is not None else None
         if frame is not None and id in frame.index:
             p = frame.loc[id]
-            label = p["label"]
+            label = p["label"] if not pd.isna(p["label"]) else label
             out.update(step=at, **prediction_fields(p, self._names))
-            out["top_k"], out["top_k_note"] = self._probs.top_k(at, id, self.split, self._names)
+            if "pred" in out:
+                out["top_k"], out["top_k_note"] = self._probs.top_k(at, id, self.split, self._names)
+            else:  # a model that is not a classifier: what it gave instead
+                out["outputs"] = self._outputs.panels(self.split, at, id, DETAIL_VALUES)
+                out["top_k"], out["top_k_note"] = [], ""
         elif at is not None:
             out["top_k"], out["top_k_note"] = [], f"Sample {id} was not evaluated at step {at}."
         else:
@@ -374,5 +395,12 @@ SampleGallery._css = view_css(
 .nbviz-gallery-maps { display: flex; flex-wrap: wrap; gap: 3px; }
 .nbviz-gallery-map { image-rendering: pixelated; }
 .nbviz-gallery-layers { max-height: 520px; overflow: auto; }
+.nbviz-gallery-pair { display: flex; gap: 4px; justify-content: center; }
+.nbviz-gallery-panel { display: flex; flex-direction: column; align-items: center;
+  font-size: 0.85em; min-width: 0; }
+.nbviz-gallery-card .nbviz-gallery-panel { flex: 1 1 0; max-width: 64px; }
+.nbviz-gallery-card .nbviz-gallery-pair .nbviz-gallery-thumb { width: 100%; height: auto;
+  aspect-ratio: 1; }
+.nbviz-gallery-detail .nbviz-gallery-pair .nbviz-gallery-big { width: 160px; height: 160px; }
 """
 )

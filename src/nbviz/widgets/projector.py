@@ -43,7 +43,7 @@ from nbviz.widgets.wire import array_from_payload, array_trait_payload
 
 __all__ = ["COLOR_BY", "EmbeddingProjector"]
 
-COLOR_BY = ("label", "prediction", "correct", "confidence", "loss", "none")
+COLOR_BY = ("label", "prediction", "correct", "confidence", "loss", "target", "none")
 GALLERY_MAX = 2_000
 """At most this many selected samples go to the gallery (highest loss first)."""
 
@@ -65,7 +65,8 @@ class EmbeddingProjector(LiveView):
         The method's parameters (see :func:`nbviz.analysis.projection.resolve_params`):
         perplexity, n_neighbors, min_dist, metric, seed, fit_size.
     color_by
-        One of ``COLOR_BY``.
+        One of ``COLOR_BY`` (``"target"``: a regression's target value). Default: the
+        true class where the samples have classes, else the loss where there is one.
     align
         Align each step's layout onto the previous one (default True).
     live
@@ -117,13 +118,14 @@ class EmbeddingProjector(LiveView):
         layer: str | None = None,
         step: int | None = None,
         params: Mapping[str, Any] | None = None,
-        color_by: str = "label",
+        color_by: str | None = None,
         align: bool = True,
         live: bool = True,
         **kwargs: Any,
     ) -> None:
         check_choice("EmbeddingProjector", "method", method, proj.METHODS)
-        check_choice("EmbeddingProjector", "color_by", color_by, COLOR_BY)
+        if color_by is not None:
+            check_choice("EmbeddingProjector", "color_by", color_by, COLOR_BY)
         check_split("EmbeddingProjector", split)
         check_int("EmbeddingProjector", "step", step)
         resolved = proj.resolve_params(method, params)
@@ -140,11 +142,12 @@ class EmbeddingProjector(LiveView):
         self._frame: pd.DataFrame | None = None
         self._jobs = LayoutJobs(self, run, self._deliver)
         self._shown_key: tuple[Any, ...] | None = None
+        self._auto_colour = color_by is None  # chosen once the points say what they have
         with self._building([run], live):
             self.split = split
             self.method = method
             self.params = resolved
-            self.color_by = color_by
+            self.color_by = color_by or "label"
             self.align = bool(align)
             self.layers = list(layers)
             self.layer = layer or (layers[0] if layers else "")
@@ -249,6 +252,9 @@ class EmbeddingProjector(LiveView):
         }
         self.shown_step = int(layout.step)
         self.shown_method = layout.method
+        if self._auto_colour and (self.points["has_labels"] or self.points["has_loss"]):
+            self._auto_colour = False
+            self.color_by = "label" if self.points["has_labels"] else "loss"
         notes = []
         if layout.note:
             notes.append(layout.note + " and the rest placed into that map")
@@ -314,6 +320,11 @@ class EmbeddingProjector(LiveView):
         if self.gallery is not None:
             self.gallery.split = self.split
         self._show()
+
+    @traitlets.observe("color_by")
+    def _on_color_by(self, change: Any) -> None:
+        if self._ready:  # a colouring chosen (by a person or a notebook) stays chosen
+            self._auto_colour = False
 
     @traitlets.observe("picked")
     def _on_picked(self, change: Any) -> None:

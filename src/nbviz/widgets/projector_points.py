@@ -1,8 +1,9 @@
 """The projector's points on the wire: positions, and what colours them, ~12 bytes a point.
 
 A layout's finite points travel as float32 positions scaled into [-1, 1] and
-one byte (two past 254 classes) each for label, prediction, confidence and
-loss, the values of the predictions logged at the layout's step (or the latest
+one byte (two past 254 classes) each for label, prediction, confidence, loss
+and target (a regression's one target value per sample, scaled to its range),
+the values of the predictions logged at the layout's step (or the latest
 evaluation before it), matched by id; ``missing`` (or 255) marks what is unknown.
 """
 
@@ -29,25 +30,33 @@ def normalized(coords: np.ndarray) -> np.ndarray:
 
 
 def prediction_frame(run: Any, split: str, ids: np.ndarray, step: int) -> pd.DataFrame:
-    """label, pred, confidence, loss per id (NaN where unknown), from the evaluation at
-    or before ``step`` (else the first), labels from the logged samples where none."""
+    """label, pred, confidence, loss and target per id (NaN where unknown), from the
+    evaluation at or before ``step`` (else the first), labels from the logged samples
+    where none; ``target`` where the evaluation kept one target value per sample."""
     frame = pd.DataFrame({"id": ids})
     evals = run.prediction_steps(split)
     at = [int(s) for s in evals if s <= step]
     if at or len(evals):
-        preds = run.predictions(at[-1] if at else int(evals[0]), split)
+        chosen = at[-1] if at else int(evals[0])
+        preds = run.predictions(chosen, split)
         frame = frame.merge(preds.drop(columns=["step"]), on="id", how="left")
+        kept = run.outputs(chosen, split)
+        if kept is not None and kept.targets is not None and kept.targets[:1].size == 1:
+            n = len(kept.targets)
+            targets = pd.DataFrame({"id": kept.ids[:n], "target": kept.targets.reshape(-1)})
+            frame = frame.merge(targets, on="id", how="left")
     if "label" not in frame or frame["label"].isna().all():
         stored = run.samples(None, split)[["id", "label"]]
         frame = frame.drop(columns=["label"], errors="ignore").merge(stored, on="id", how="left")
-    for col in ("label", "pred", "loss", "confidence"):
+    for col in ("label", "pred", "loss", "confidence", "target"):
         if col not in frame:
             frame[col] = np.nan
     return frame
 
 
 def _n_classes(frame: pd.DataFrame) -> int:
-    top = 0.0
+    """Classes among the labels and predictions (0: the samples have no classes)."""
+    top = -1.0
     for col in ("label", "pred"):
         values = frame[col].to_numpy(dtype=np.float64, na_value=np.nan)
         if np.isfinite(values).any():
@@ -66,6 +75,10 @@ def point_arrays(xy: np.ndarray, ids: np.ndarray, frame: pd.DataFrame) -> dict[s
     loss = frame["loss"].to_numpy(dtype=np.float64, na_value=np.nan)
     loss_hi = float(np.nanpercentile(loss, 99)) if np.isfinite(loss).any() else 0.0
     loss_hi = loss_hi if loss_hi > 0 else 1.0
+    target = frame["target"].to_numpy(dtype=np.float64, na_value=np.nan)
+    finite_target = target[np.isfinite(target)]
+    t_lo = float(finite_target.min()) if finite_target.size else 0.0
+    t_hi = float(finite_target.max()) if finite_target.size else 1.0
 
     def codes(values: np.ndarray) -> np.ndarray:
         out = np.full(len(values), missing, dtype=small)
@@ -79,7 +92,14 @@ def point_arrays(xy: np.ndarray, ids: np.ndarray, frame: pd.DataFrame) -> dict[s
         out[ok] = np.clip(np.round(values[ok] * 254), 0, 254).astype(np.uint8)
         return out
 
+    # a target byte only where there are targets: a classifier's points stay 12 bytes each
+    if finite_target.size:
+        scaled = byte((target - t_lo) / ((t_hi - t_lo) or 1.0))
+        extra: dict[str, Any] = {"target": array_trait_payload(scaled)}
+    else:
+        extra = {}
     return {
+        **extra,
         "n": int(len(ids)),
         "xy": array_trait_payload(normalized(xy), "<f4"),
         "label": array_trait_payload(codes(label)),
@@ -87,9 +107,13 @@ def point_arrays(xy: np.ndarray, ids: np.ndarray, frame: pd.DataFrame) -> dict[s
         "confidence": array_trait_payload(byte(conf)),
         "loss": array_trait_payload(byte(np.log1p(np.maximum(loss, 0)) / np.log1p(loss_hi))),
         "loss_max": loss_hi,
+        "target_range": [t_lo, t_hi],
         "n_classes": n_classes,
         "missing": int(missing),
         "has_predictions": bool(np.isfinite(pred).any()),
+        "has_labels": bool(np.isfinite(label).any()),
+        "has_loss": bool(np.isfinite(loss).any()),
+        "has_target": bool(finite_target.size),
         "ids_min": int(ids.min()) if len(ids) else 0,
     }
 

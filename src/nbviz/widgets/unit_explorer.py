@@ -124,8 +124,10 @@ class UnitExplorer:
         if at in set(run.prediction_steps(split).tolist()):
             preds = run.predictions(at, split=split).set_index("id")
             for i in wanted:
-                if i in preds.index:
-                    cards[i].update(label=int(preds.at[i, "label"]), pred=int(preds.at[i, "pred"]))
+                if i in preds.index:  # a model that is not a classifier has no classes
+                    for key in ("label", "pred"):
+                        if not pd.isna(preds.at[i, key]):
+                            cards[i][key] = int(preds.at[i, key])
         for card in cards.values():
             for key in ("label", "pred"):
                 if key in card:

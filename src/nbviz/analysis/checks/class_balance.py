@@ -54,7 +54,7 @@ def _recalls(run: Any, split: str, step: int, n: int) -> tuple[np.ndarray, np.nd
 def _n_classes(run: Any) -> int:
     names = run.class_names
     top = 0
-    for split in run.splits():
+    for split in run.class_splits():
         preds = run.predictions(split=split)
         if len(preds):
             top = max(top, int(preds["label"].max()) + 1, int(preds["pred"].max()) + 1)
@@ -69,7 +69,7 @@ def check_imbalance(run: Any) -> list[Finding]:
     n = _n_classes(run)
     names = run.class_names
     findings = []
-    others = [s for s in run.splits() if s not in train]
+    others = [s for s in run.class_splits() if s not in train]
     for split in train:
         steps = run.prediction_steps(split)
         preds = run.predictions(int(steps[-1]), split=split)
@@ -146,7 +146,7 @@ def _minority_gap(run: Any, small: list[int], n: int) -> float | None:
     if not small:
         return None
     gaps = []
-    for split in run.splits():
+    for split in run.class_splits():
         steps = run.prediction_steps(split)
         if not len(steps):
             continue
@@ -163,7 +163,7 @@ def check_unlearned(run: Any) -> list[Finding]:
     findings = []
     names = run.class_names
     n = None
-    for split in run.splits():
+    for split in run.class_splits():
         steps = run.prediction_steps(split)
         if len(steps) < 2:
             continue

@@ -74,7 +74,7 @@ def check(run: Any) -> list[Finding]:
     """A warning per class whose error rate stands far above the others' at the last evaluation."""
     findings = []
     class_names = run.class_names
-    for split in run.splits():
+    for split in run.class_splits():
         steps = run.prediction_steps(split)
         if len(steps) == 0:
             continue

@@ -42,7 +42,7 @@ MAX_IDS = 200
 
 def training_splits(run: Any) -> list[str]:
     """Splits whose predictions describe samples the model trains on."""
-    return [s for s in run.splits() if s.lower().startswith("train")]
+    return [s for s in run.class_splits() if s.lower().startswith("train")]
 
 
 def suspects(dynamics: Any) -> np.ndarray:

@@ -1,0 +1,100 @@
+"""A model that is not a classifier in a real JupyterLab: a convolutional autoencoder's
+run through the Dashboard, its losses, its reconstructions beside their inputs in the
+gallery, and the projector coloured by loss. The console stays clean (the fixture fails
+the test on an error)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from notebook_page import ARTIFACTS
+from playwright.sync_api import expect
+from training import record_autoencoder
+
+IMAGES_DECODED = "els => els.length > 0 && els.every(i => i.complete && i.naturalWidth > 0)"
+
+
+def test_an_autoencoder_in_the_dashboard_shows_losses_reconstructions_and_projector(
+    nb, tmp_path: Path
+) -> None:
+    run_dir = record_autoencoder(tmp_path / "ae")
+    nb.run(
+        "autoencoder.ipynb",
+        [
+            "import nbviz\n"
+            f"run = nbviz.open_run({str(run_dir)!r})\n"
+            "dash = nbviz.Dashboard(run)\n"
+            "dash",
+        ],
+        ready=".nbviz-dashboard",
+    )
+    page = nb.page
+    dash = page.locator(".nbviz-dashboard")
+    # the views of classes are out, and the Dashboard says why in one line
+    expect(dash.locator(".nbviz-confusion")).to_have_count(0)
+    expect(dash.locator(".nbviz-dashboard-notes")).to_contain_text(
+        "Not shown: ConfusionMatrix: the predictions have no classes"
+    )
+    # the losses: the training loss and the evaluations' val_loss
+    expect(dash.locator(".nbviz-loss-curves")).to_contain_text("val_loss")
+
+    # the gallery: highest loss first, each reconstruction beside its input
+    gallery = dash.locator(".nbviz-gallery").first
+    cards = gallery.locator(".nbviz-gallery-card")
+    expect(cards).to_have_count(24)
+    expect(gallery.locator(".nbviz-gallery-sort")).to_have_value("loss")
+    hidden = gallery.locator(".nbviz-gallery-sort option[value=confidence]")
+    assert hidden.evaluate("o => o.hidden") is True
+    first = cards.first
+    expect(first.locator("[data-panel=input] img")).to_have_count(1)
+    expect(first.locator("[data-panel=output] img")).to_have_count(1)
+    assert gallery.locator("[data-panel] img").evaluate_all(IMAGES_DECODED)
+    texts = gallery.locator(".nbviz-gallery-loss").all_text_contents()
+    losses = [float(t.removeprefix("loss ")) for t in texts]
+    assert len(losses) == 24 and losses == sorted(losses, reverse=True)
+    top = nb.kernel_eval("float(run.predictions(59)['loss'].max())")
+    assert losses[0] == float(f"{float(top):.4g}") or abs(losses[0] - float(top)) < 1e-3
+    assert first.get_attribute("data-id") == nb.kernel_eval(
+        "int(run.predictions(59).sort_values('loss', ascending=False).id.iloc[0])"
+    )
+    # a card opens its detail: input and reconstruction at full size, no class table
+    first.click()
+    detail = gallery.locator(".nbviz-gallery-detail")
+    expect(detail.locator("[data-panel=output] img.nbviz-gallery-big")).to_have_count(1)
+    expect(detail.locator("[data-panel=input] img.nbviz-gallery-big")).to_have_count(1)
+    expect(detail.locator(".nbviz-gallery-topk-box")).to_have_count(0)
+    expect(detail).to_contain_text(re.compile(r"loss\s*0\.\d+"))
+    gallery.scroll_into_view_if_needed()
+    gallery.screenshot(path=str(ARTIFACTS / "autoencoder-gallery.png"))
+
+    # the projector: the 16-d codes, coloured by loss, no class colourings offered
+    pj = dash.locator(".nbviz-projector")
+    expect(pj).to_have_attribute("data-drawn", "449", timeout=60_000)
+    expect(pj.locator(".nbviz-pj-color")).to_have_value("loss")
+    for mode in ("label", "prediction", "correct", "confidence"):
+        option = pj.locator(f".nbviz-pj-color option[value={mode}]")
+        assert option.evaluate("o => o.hidden") is True, mode
+    expect(pj.locator(".nbviz-projector-legend")).to_contain_text("loss 0")
+    expect(pj.locator(".nbviz-projector-legend")).to_contain_text(re.compile(r"loss 0\.\d+\+"))
+    pj.scroll_into_view_if_needed()
+    pj.locator(".nbviz-pj-mode-box").click()
+    stage = pj.locator(".nbviz-projector-stage")
+    box = stage.bounding_box()
+    assert box is not None and box["width"] > 200
+    page.mouse.move(box["x"] + 2, box["y"] + 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=4)
+    page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] - 2, steps=4)
+    page.mouse.up()
+    nb.wait_kernel("len(dash.projector.selected_ids)", lambda v: int(v) > 0, timeout=60)
+    chosen = pj.locator(".nbviz-pj-gallery .nbviz-gallery-card")
+    expect(chosen.first.locator("[data-panel=output] img")).to_have_count(1)
+    pj.screenshot(path=str(ARTIFACTS / "autoencoder-projector.png"))
+    nb.screenshot("autoencoder-dashboard")
+    notes = dash.locator(".nbviz-dashboard-notes")
+    notes.scroll_into_view_if_needed()
+    dash.locator(".nbviz-loss-curves").scroll_into_view_if_needed()
+    nb.screenshot("autoencoder-dashboard-top")
+    notes.scroll_into_view_if_needed()
+    nb.screenshot("autoencoder-dashboard-notes")
