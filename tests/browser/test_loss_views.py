@@ -98,3 +98,34 @@ def test_an_autoencoder_in_the_dashboard_shows_losses_reconstructions_and_projec
     nb.screenshot("autoencoder-dashboard-top")
     notes.scroll_into_view_if_needed()
     nb.screenshot("autoencoder-dashboard-notes")
+
+
+def test_embeddings_logged_without_predictions_are_in_the_dashboards_projector(
+    nb, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "emb"
+    nb.run(
+        "embeddings.ipynb",
+        [
+            "import nbviz\n"
+            "from nbviz.demo import load_digits\n"
+            "data = load_digits()\n"
+            f"run = nbviz.Run({str(run_dir)!r}, class_names=[str(d) for d in range(10)])\n"
+            "run.log_samples(data.x_val, data.y_val)\n"
+            "run.log_embeddings(0, data.x_val.reshape(len(data.x_val), -1))\n"
+            "run.flush()\n"
+            "dash = nbviz.Dashboard(run)\n"
+            "dash",
+        ],
+        ready=".nbviz-dashboard",
+    )
+    pj = nb.page.locator(".nbviz-dashboard .nbviz-projector")
+    expect(pj).to_have_attribute("data-drawn", "449", timeout=60_000)
+    expect(pj.locator(".nbviz-pj-color")).to_have_value("label")
+    expect(pj.locator(".nbviz-projector-legend > span")).to_have_count(10)
+    # no predictions: nothing to colour by prediction, confidence or loss
+    for mode in ("prediction", "correct", "confidence"):
+        option = pj.locator(f".nbviz-pj-color option[value={mode}]")
+        assert option.evaluate("o => o.hidden") is True, mode
+    pj.scroll_into_view_if_needed()
+    pj.screenshot(path=str(ARTIFACTS / "embeddings-without-predictions.png"))
