@@ -97,6 +97,11 @@ class Records:
             if res.unit_nonzero is not None and res.unit_count > 0:
                 zero_frac = 1.0 - res.unit_nonzero / res.unit_count
                 mean = res.unit_sum / res.unit_count
+                # a unit that saw NaN/inf is non-finite, not dead (its sum is non-finite)
+                bad = ~np.isfinite(mean)
+                if bad.any():
+                    zero_frac[bad] = np.nan
+                    mean[bad] = np.nan
                 unit_rows.append((step, layer, "zero_frac", zero_frac.astype("<f4").tobytes()))
                 unit_rows.append((step, layer, "mean", mean.astype("<f4").tobytes()))
         if norms is not None:
