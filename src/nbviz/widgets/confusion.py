@@ -4,6 +4,8 @@ Rows are the true class, columns the predicted one. The matrix shows counts,
 or each row as fractions of the true class (the diagonal is then recall), or
 each column as fractions of the predictions (precision). Beside it: accuracy,
 macro/weighted F1, a sortable per-class table and the most-confused pairs.
+Samples whose logits were non-finite have no predicted class: the view counts
+them in words, and the matrix and scores are over the others (said so).
 
 Clicking a cell (or a pair) sets ``selected = [true, predicted]``; Python fills
 ``selected_ids`` with the ids of that cell's samples, highest loss first, and
@@ -89,7 +91,10 @@ class ConfusionMatrix(LiveView):
     class_table = traitlets.List(
         help="Per class: class, name, precision, recall, f1, support."
     ).tag(sync=True)
-    scores = traitlets.Dict(help="n, accuracy, macro_f1, weighted_f1.").tag(sync=True)
+    scores = traitlets.Dict(
+        help="n, accuracy, macro_f1, weighted_f1 (over the n samples with finite logits), "
+        "nonfinite (samples whose logits were NaN/inf: no class, not in the matrix)."
+    ).tag(sync=True)
     confused = traitlets.List(help="Most-confused pairs: true, pred, count, rate.").tag(sync=True)
     compare_step = traitlets.Int(
         -1, help="Compare with the latest evaluation at or before this step (-1: no comparison)."
@@ -275,6 +280,7 @@ class ConfusionMatrix(LiveView):
             "accuracy": s.accuracy,
             "macro_f1": s.macro_f1,
             "weighted_f1": s.weighted_f1,
+            "nonfinite": s.nonfinite,
         }
         self.confused = [
             {
@@ -355,6 +361,7 @@ ConfusionMatrix._css = view_css(
 .nbviz-cm-side { display: flex; flex-direction: column; gap: 8px; min-width: 260px; }
 .nbviz-cm-scores { font-variant-numeric: tabular-nums; }
 .nbviz-cm-scores b { font-weight: 600; }
+.nbviz-cm-nonfinite { color: #b2182b; font-weight: 600; max-width: 420px; }
 .nbviz-cm-confused { list-style: none; margin: 0; padding: 0; max-height: 180px; overflow: auto; }
 .nbviz-cm-confused button { font: inherit; border: none; background: transparent; color: inherit;
   cursor: pointer; padding: 1px 4px; text-align: left; width: 100%; border-radius: 3px; }
