@@ -6,6 +6,7 @@ import { drawBandChart } from "../bandchart.js";
 import { CATEGORICAL_10 } from "../color.js";
 import { el, on } from "../dom.js";
 import { formatStep } from "../format.js";
+import { nonfiniteSummary } from "../nonfinite.js";
 import { drawBars } from "../sparkline.js";
 import { decodeArray } from "../wire.js";
 
@@ -53,6 +54,14 @@ function spread(s, color) {
  * @returns {Array<{title: string, chart: import("../bandchart.js").BandChart}>}
  */
 export function chartsFor(s) {
+  return chartsOf(s).map(({ title, chart }) => ({ title, chart: { ...chart, bad: s.nonfinite } }));
+}
+
+/**
+ * @param {any} s  a decoded detail series
+ * @returns {Array<{title: string, chart: import("../bandchart.js").BandChart}>}
+ */
+function chartsOf(s) {
   const steps = s.steps;
   const title = `${s.label} (${s.layer})`;
   if (s.signal === "activation") {
@@ -96,10 +105,12 @@ export function layerCharts(series) {
     for (const { title, chart } of chartsFor(s)) {
       const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-chart" }));
       const readout = el("div", { class: "nbviz-lb-caption" });
+      const bad = nonfiniteSummary(s.steps, s.nonfinite, formatStep);
       boxes.push(
         el("div", { class: "nbviz-lb-chartbox", attrs: { "data-signal": s.signal, "data-layer": s.layer } }, [
           el("div", { class: "nbviz-lb-chart-title", text: title }),
           canvas,
+          ...(bad ? [el("div", { class: "nbviz-lb-caption nbviz-nonfinite nbviz-lb-chart-nonfinite", text: bad })] : []),
           readout,
         ]),
       );

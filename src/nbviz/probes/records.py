@@ -56,6 +56,11 @@ class Records:
             for (layer, signal), res in results.items()
             if signal == "weight"
         }
+        weight_bad = {
+            layer: int(res.stats[6])
+            for (layer, signal), res in results.items()
+            if signal == "weight" and res.stats[6]
+        }
         for (layer, signal), res in results.items():
             s = st.summarize(res.stats)
             rel = None
@@ -110,8 +115,23 @@ class Records:
                 update_norm = float(norms[n_par + j])
                 wn = weight_norms.get(name)
                 rel = update_norm / wn if wn else None
+                # an update of a weight holding NaN/inf: as many non-finite values as it
+                bad = weight_bad.get(name, 0) if not np.isfinite(update_norm) else 0
                 stats_rows.append(
-                    (step, name, "update", p.numel(), nan, nan, nan, nan, nan, 0, update_norm, rel)
+                    (
+                        step,
+                        name,
+                        "update",
+                        p.numel(),
+                        nan,
+                        nan,
+                        nan,
+                        nan,
+                        nan,
+                        bad,
+                        update_norm,
+                        rel,
+                    )
                 )
         sink = self._sink if sink is None else sink
         if stats_rows:
