@@ -156,7 +156,9 @@ function render({ model, el: root }) {
       model.get("confused") || []
     );
     if (!pairs.length) {
-      confused.replaceChildren(el("li", { class: "nbviz-muted", text: data ? "no errors" : "" }));
+      const bad = Number((model.get("scores") || {}).nonfinite || 0);
+      const none = bad ? "no errors among the samples with finite logits" : "no errors";
+      confused.replaceChildren(el("li", { class: "nbviz-muted", text: data ? none : "" }));
       return;
     }
     confused.replaceChildren(

@@ -61,6 +61,8 @@ def test_evaluate_records_a_nan_model_as_nonfinite_predictions(nan_run):
     assert (before["pred"] >= 0).all()
     assert (after["pred"] == NONFINITE_PRED).all() and len(after) == 200
     assert after["loss"].isna().all() and after["confidence"].isna().all()
+    acc = nan_run.scalars("val_accuracy").set_index("step")["value"]
+    assert np.isfinite(acc[5]) and np.isnan(acc[10])  # not the share of class 0
 
 
 def test_scores_are_over_the_samples_with_finite_logits_and_count_the_others():
