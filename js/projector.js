@@ -96,7 +96,7 @@ function render({ model, el: root }) {
     selectedText,
     galleryHost,
   ]);
-  const messageHost = el("div");
+  const messageHost = el("div", { class: "nbviz-pj-message" });
   root.replaceChildren(messageHost, body);
 
   /** @type {any} */

@@ -34,7 +34,7 @@ const row = (m, i, cols) =>
 const metricText = (metric, v, bad) =>
   v === undefined || !Number.isFinite(v)
     ? bad > 0
-      ? "non-finite"
+      ? `non-finite (${Math.round(bad).toLocaleString("en-US")})`
       : "\u2014"
     : metric === "zero_frac"
       ? `${(v * 100).toFixed(1)}%`
@@ -150,7 +150,8 @@ export function drawSparks(sparks, spark, current, step) {
       });
       s.value.textContent = metricText(metric, now[i], b);
       s.value.classList.toggle("nbviz-nonfinite", b > 0 && !Number.isFinite(now[i]));
-      s.bad.textContent = b > 0 ? `\u26a0 ${nonfiniteText(b)}` : "";
+      // partly non-finite: the value is over the finite ones, the count beside it
+      s.bad.textContent = b > 0 && Number.isFinite(now[i]) ? `\u26a0 ${nonfiniteText(b)}` : "";
       s.bad.title = b > 0 ? `${nonfiniteText(b)} values (NaN/inf) at step ${formatStep(at)}, left out of this value` : "";
       if (b > 0) {
         badLayers.add(name);

@@ -436,6 +436,7 @@ def _points_note(layout: proj.Layout, shown: int, n_bad: int) -> str:
 
 EmbeddingProjector._css = view_css(
     """
+.nbviz-pj-message.nbviz-nonfinite .nbviz-message-text { color: #c4103f; font-style: normal; }
 .nbviz-projector-stage { position: relative; width: 100%; height: 460px; box-sizing: border-box;
   border: 1px solid var(--jp-border-color2, #e0e0e0); border-radius: 4px; overflow: hidden;
   background: var(--jp-layout-color1, #fff); }
