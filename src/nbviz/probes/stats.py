@@ -241,7 +241,8 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
             v_off += size
         if e.units:
             stats[NONZERO] = vecs[0].sum()
-            stats[SUM] = vecs[1].sum()
+            if SUM not in e.scalars:  # measured apart where a unit's sum is non-finite
+                stats[SUM] = vecs[1].sum()
         stats[0] = e.count
         if e.source is not None and not (math.isfinite(stats[MIN]) and math.isfinite(stats[MAX])):
             redo.append((i, e))

@@ -129,10 +129,11 @@ def clean_parts(
         dtype = torch.float64 if per_unit >= _EXACT_F32 else None
         vectors.append(sign.abs_().view(shape).sum(dim=dims, dtype=dtype))
         # summed uncleaned: a unit that saw a non-finite value gets a non-finite sum,
-        # which the host turns into "non-finite" for that unit (never "dead")
+        # which the host turns into "non-finite" for that unit (never "dead"); the
+        # layer's sum over the finite values is then a scalar of its own
         vectors.append(xf.sum(dim=dims))
-        fields: tuple[int, ...] = (SUMSQ, MIN, MAX, NONFINITE)
-        scalars = [sumsq, mn, mx, nonfinite]
+        fields: tuple[int, ...] = (SUM, SUMSQ, MIN, MAX, NONFINITE)
+        scalars = [xc.sum(), sumsq, mn, mx, nonfinite]
     else:
         nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
         fields = (SUM, SUMSQ, MIN, MAX, NONZERO, NONFINITE)
