@@ -22,6 +22,9 @@ def shot(view, name: str) -> Path:
     return path
 
 
+# a red stderr box under a cell (e.g. a NaN that could not go out as JSON)
+STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+
 PIXEL = """(canvas, [fx, fy]) => {
   const ctx = canvas.getContext("2d");
   const x = Math.floor(canvas.width * fx), y = Math.floor(canvas.height * fy);
@@ -45,6 +48,7 @@ def test_a_nan_run_reads_as_nonfinite_in_every_view(nb, nan_run_path: Path) -> N
     )
     page = nb.page
     page.set_viewport_size({"width": 1280, "height": 2600})  # each view whole on screenshots
+    expect(page.locator(STDERR)).to_have_count(0)
 
     # LayerBrowser at step 14: every layer non-finite, counted, never a norm of 0
     lb = page.locator(".nbviz-layer-browser")
@@ -126,3 +130,28 @@ def test_a_nan_run_reads_as_nonfinite_in_every_view(nb, nan_run_path: Path) -> N
     expect(cm.locator(".nbviz-cm-scores")).to_contain_text("200 samples")
     expect(pj).to_have_attribute("data-drawn", "200", timeout=60_000)
     expect(pj.locator(".nbviz-pj-message")).to_be_empty()
+
+
+def test_the_dashboard_of_a_nan_run_says_so_in_each_view(nb, nan_run_path: Path) -> None:
+    nb.run(
+        "nan-dash.ipynb",
+        [
+            "import nbviz\n"
+            f"run = nbviz.open_run({str(nan_run_path)!r})\n"
+            "dash = nbviz.Dashboard(run); dash",
+        ],
+        ready=".nbviz-layer-browser .nbviz-lb-row",
+    )
+    page = nb.page
+    page.set_viewport_size({"width": 1280, "height": 3200})
+    expect(page.locator(STDERR)).to_have_count(0)
+    expect(page.locator(".nbviz-scrub-step")).to_contain_text("step 14")
+    expect(page.locator(".nbviz-lb-nonfinite-note")).to_contain_text("in 5 of 5 layers")
+    expect(page.locator(".nbviz-cm-nonfinite").first).to_contain_text("200 of 200 samples")
+    expect(page.locator(".nbviz-pj-message").first).to_contain_text("All 200 embeddings")
+    expect(page.locator(".nbviz-hist-nonfinite-note").first).to_be_visible()
+    shot(page.locator(".jp-Notebook"), "nan-dashboard")
+    # the first step: nothing non-finite yet, and no view says otherwise
+    page.locator(".nbviz-scrub-first").click()
+    nb.wait_kernel("dash.layers.step", "0")
+    expect(page.locator(".nbviz-lb-nonfinite-note")).to_be_hidden()

@@ -23,6 +23,7 @@ now first, in ``selected_ids`` and the gallery, in place of a cell's.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -92,7 +93,8 @@ class ConfusionMatrix(LiveView):
         help="Per class: class, name, precision, recall, f1, support."
     ).tag(sync=True)
     scores = traitlets.Dict(
-        help="n, accuracy, macro_f1, weighted_f1 (over the n samples with finite logits), "
+        help="n, accuracy, macro_f1, weighted_f1 (over the n samples with finite logits; "
+        "None when n is 0), "
         "nonfinite (samples whose logits were NaN/inf: no class, not in the matrix)."
     ).tag(sync=True)
     confused = traitlets.List(help="Most-confused pairs: true, pred, count, rate.").tag(sync=True)
@@ -277,9 +279,10 @@ class ConfusionMatrix(LiveView):
         s = metrics.summary(preds, n)
         self.scores = {
             "n": s.n,
-            "accuracy": s.accuracy,
-            "macro_f1": s.macro_f1,
-            "weighted_f1": s.weighted_f1,
+            # None (JSON null) where there is no score: no sample had finite logits
+            "accuracy": _score(s.accuracy),
+            "macro_f1": _score(s.macro_f1),
+            "weighted_f1": _score(s.weighted_f1),
             "nonfinite": s.nonfinite,
         }
         self.confused = [
@@ -341,6 +344,10 @@ class ConfusionMatrix(LiveView):
         if self.gallery is not None:
             self.gallery.close()
         super().close()
+
+
+def _score(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 ConfusionMatrix._css = view_css(
