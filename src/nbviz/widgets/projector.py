@@ -264,7 +264,8 @@ class EmbeddingProjector(LiveView):
             self._auto_colour = False
             self.color_by = "label" if self.points["has_labels"] else "loss"
         self.note = _points_note(layout, len(ids), n_bad)
-        self.notice = f"{len(ids):,} points, step {layout.step}"
+        left_out = f" ({n_bad:,} non-finite left out)" if n_bad else ""
+        self.notice = f"{len(ids):,} points{left_out}, step {layout.step}"
         self._resync_ids()
 
     def _indices(self, ids: list[int]) -> np.ndarray:
