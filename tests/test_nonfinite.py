@@ -3,6 +3,7 @@ dead unit or a blank. The run hits NaN at step 7 (``training.nan_run``)."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -153,3 +154,33 @@ def test_projector_of_all_nan_embeddings_says_so_and_stops(nan_run):
     pj = nbviz.EmbeddingProjector(nan_run, step=5, method="pca", live=False)
     assert pj.points["n"] == 200 and pj.points["nonfinite"] == 0 and pj.note == ""
     pj.close()
+
+
+def test_a_nan_prediction_reads_non_finite_in_the_gallery(nan_run):
+    g = nbviz.SampleGallery(nan_run, ids=[0, 1], step=10, live=False)
+    item = g.items[0]
+    assert (item["pred"], item["pred_name"]) == (NONFINITE_PRED, "non-finite")
+    assert item["loss"] is None and item["confidence"] is None  # no NaN in JSON
+    g.close()
+
+
+def _json_state(widget) -> None:
+    """Every synced value but binary buffers goes out as strict JSON (no NaN)."""
+    state = {k: v for k, v in widget.get_state().items() if not isinstance(v, bytes | memoryview)}
+    json.dumps(state, allow_nan=False, default=lambda o: "<binary>")
+
+
+def test_no_view_of_a_nan_run_sends_nan_as_json(nan_run):
+    views = [
+        nbviz.LayerBrowser(nan_run, selected_layer="act1", live=False),
+        nbviz.ConfusionMatrix(nan_run, step=10, live=False),
+        nbviz.EmbeddingProjector(nan_run, step=10, method="pca", live=False),
+        nbviz.Histograms(nan_run, signal="gradients", layer="fc2.weight", live=False),
+        nbviz.LossCurves(nan_run, live=False),
+    ]
+    views.append(views[1].gallery)
+    views[1].select(0, 0)
+    for view in views:
+        _json_state(view)
+    for view in views[:5]:
+        view.close()

@@ -76,9 +76,15 @@ def prediction_fields(pred: pd.Series, names: Sequence[str] | None) -> dict[str,
         "evaluated": True,
         "pred": int(pred["pred"]),
         "pred_name": class_name(names, pred["pred"]),
-        "loss": float(pred["loss"]),
-        "confidence": float(pred["confidence"]),
+        # None (JSON null) where unknown or non-finite: NaN is not JSON
+        "loss": _finite(pred["loss"]),
+        "confidence": _finite(pred["confidence"]),
     }
+
+
+def _finite(value: Any) -> float | None:
+    v = float(value)
+    return v if np.isfinite(v) else None
 
 
 def capture_arrays(row: Any) -> dict[str, Any]:
