@@ -117,21 +117,9 @@ class Records:
                 rel = update_norm / wn if wn else None
                 # an update of a weight holding NaN/inf: as many non-finite values as it
                 bad = weight_bad.get(name, 0) if not np.isfinite(update_norm) else 0
+                moments = (nan,) * 5  # mean, std, min, max, zero_frac: not of an update
                 stats_rows.append(
-                    (
-                        step,
-                        name,
-                        "update",
-                        p.numel(),
-                        nan,
-                        nan,
-                        nan,
-                        nan,
-                        nan,
-                        bad,
-                        update_norm,
-                        rel,
-                    )
+                    (step, name, "update", p.numel(), *moments, bad, update_norm, rel)
                 )
         sink = self._sink if sink is None else sink
         if stats_rows:
