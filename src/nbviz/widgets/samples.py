@@ -71,7 +71,7 @@ def prediction_fields(pred: pd.Series, names: Sequence[str] | None) -> dict[str,
     """What a card shows of an evaluated sample (a row of ``run.predictions()``); only
     the loss for a model that is not a classifier (no predicted class)."""
     if pd.isna(pred["pred"]):
-        return {"evaluated": True, "loss": float(pred["loss"])}
+        return {"evaluated": True, "loss": _finite(pred["loss"])}
     return {
         "evaluated": True,
         "pred": int(pred["pred"]),
