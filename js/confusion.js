@@ -93,9 +93,22 @@ function render({ model, el: root }) {
       return;
     }
     const item = (/** @type {string} */ k, /** @type {number} */ v) =>
-      el("span", {}, [el("b", { text: `${k} ` }), formatNumber(Number(v.toFixed(4))), "  "]);
+      el("span", {}, [el("b", { text: `${k} ` }), Number.isFinite(v) ? formatNumber(Number(v.toFixed(4))) : "\u2014", "  "]);
+    const bad = Number(s.nonfinite || 0);
+    const total = (s.n + bad).toLocaleString();
+    const warning = bad
+      ? [
+          el("div", {
+            class: "nbviz-cm-nonfinite nbviz-nonfinite",
+            text:
+              `${bad.toLocaleString()} of ${total} samples had non-finite logits (NaN or inf) at step ${at}: ` +
+              "no predicted class, so they are not in the matrix or the scores.",
+          }),
+        ]
+      : [];
     scores.replaceChildren(
-      el("span", { text: `${s.n.toLocaleString()} samples  ` }),
+      ...warning,
+      el("span", { text: bad ? `over the ${s.n.toLocaleString()} samples with finite logits: ` : `${s.n.toLocaleString()} samples  ` }),
       item("accuracy", s.accuracy),
       item("macro F1", s.macro_f1),
       item("weighted F1", s.weighted_f1),
@@ -143,7 +156,9 @@ function render({ model, el: root }) {
       model.get("confused") || []
     );
     if (!pairs.length) {
-      confused.replaceChildren(el("li", { class: "nbviz-muted", text: data ? "no errors" : "" }));
+      const bad = Number((model.get("scores") || {}).nonfinite || 0);
+      const none = bad ? "no errors among the samples with finite logits" : "no errors";
+      confused.replaceChildren(el("li", { class: "nbviz-muted", text: data ? none : "" }));
       return;
     }
     confused.replaceChildren(

@@ -8,6 +8,7 @@ import { formatNumber, formatStep } from "./lib/format.js";
 import { bindCells, drawHeatmap } from "./lib/heatmap.js";
 import { makeScale, sizeCanvas, themeColors } from "./lib/linechart.js";
 import { listen, save } from "./lib/model.js";
+import { NONFINITE_CSS, nonfiniteSummary } from "./lib/nonfinite.js";
 import { guard, present, viewState } from "./lib/state.js";
 import { snapIndex } from "./lib/steps.js";
 import { decodeArray } from "./lib/wire.js";
@@ -93,6 +94,7 @@ function render({ model, el: root }) {
   const ridgeCaption = el("div", { class: "nbviz-hist-caption nbviz-hist-current" });
   const heatCaption = el("div", { class: "nbviz-hist-caption nbviz-hist-readout" });
   const missing = el("div", { class: "nbviz-notice nbviz-hist-missing" });
+  const badNote = el("div", { class: "nbviz-hist-caption nbviz-nonfinite nbviz-hist-nonfinite-note" });
   const plots = el("div", { class: "nbviz-hist-plots" }, [
     el("div", { class: "nbviz-hist-plot" }, [
       el("div", { class: "nbviz-hist-title", text: "over steps (offset; later steps in front; steps at the right)" }),
@@ -106,7 +108,12 @@ function render({ model, el: root }) {
       heatCaption,
     ]),
   ]);
-  const body = el("div", { class: "nbviz-hist" }, [toolbar, missing, plots]);
+  const legendNote = () => {
+    const text = data ? nonfiniteSummary(data.steps, data.nonfinite, formatStep) : "";
+    badNote.textContent = text ? `${text.replace("captures", "histograms")}: red marks left of the heatmap` : "";
+    badNote.hidden = !text;
+  };
+  const body = el("div", { class: "nbviz-hist" }, [toolbar, missing, badNote, plots]);
 
   /** @type {{steps: ArrayLike<number>, counts: ArrayLike<number>, rows: number, bins: number, lo: number, hi: number, nonfinite: ArrayLike<number>} | null} */
   let data = null;
@@ -230,6 +237,20 @@ function render({ model, el: root }) {
     // the step labels left of the heatmap and the value axis below it
     const actx = sizeCanvas(heatAxis, LEFT, HEIGHT);
     const colors = themeColors(root);
+    // rows with NaN/inf: a red mark at the left; a row with nothing finite is red across
+    actx.fillStyle = NONFINITE_CSS;
+    ctx.save();
+    ctx.fillStyle = NONFINITE_CSS;
+    ctx.globalAlpha = 0.55;
+    const h = HEIGHT / rows;
+    for (let r = 0; r < rows; r++) {
+      if (!(data.nonfinite[r] > 0)) continue;
+      actx.fillRect(LEFT - 3, r * h, 3, Math.max(h, 1));
+      let finite = 0;
+      for (let c = 0; c < bins; c++) finite += counts[r * bins + c];
+      if (!finite) ctx.fillRect(0, r * h, WIDTH - LEFT, Math.max(h, 1));
+    }
+    ctx.restore();
     actx.fillStyle = colors.muted;
     actx.font = "10px sans-serif";
     actx.textAlign = "right";
@@ -271,6 +292,7 @@ function render({ model, el: root }) {
     plots.style.display = data && data.rows ? "" : "none";
     drawRidge();
     drawHeat();
+    legendNote();
     caption();
   });
 

@@ -21,9 +21,10 @@ function render({ model, el: root }) {
   root.classList.add("nbviz", "nbviz-layer-browser");
   const notice = el("span", { class: "nbviz-notice nbviz-lb-notice" });
   const stepText = el("span", { class: "nbviz-lb-step" });
+  const badText = el("div", { class: "nbviz-nonfinite nbviz-lb-nonfinite-note" });
   const scroll = el("div", { class: "nbviz-lb-scroll" });
   const detail = el("div", { class: "nbviz-lb-detail" });
-  const body = el("div", { class: "nbviz-lb" }, [el("div", { class: "nbviz-toolbar" }, [stepText, notice]), scroll, detail]);
+  const body = el("div", { class: "nbviz-lb" }, [el("div", { class: "nbviz-toolbar" }, [stepText, notice]), badText, scroll, detail]);
   const histBox = el("div", { class: "nbviz-lb-hists" });
   const deadBox = el("div", { class: "nbviz-lb-deadbox" });
   const unitBox = el("div", { class: "nbviz-lb-units" });
@@ -48,8 +49,14 @@ function render({ model, el: root }) {
   const drawRows = () => {
     if (!table) return;
     const step = Number(model.get("step"));
-    const shown = drawSparks(table.sparks, model.get("spark") ?? {}, model.get("current") ?? {}, step);
+    const { shown, nonfinite } = drawSparks(table.sparks, model.get("spark") ?? {}, model.get("current") ?? {}, step);
     stepText.textContent = `step ${formatStep(step)}` + (shown.length ? ` (captures: ${shown.join(", ")})` : "");
+    const nBad = nonfinite.layers.size;
+    badText.textContent = nBad
+      ? `\u26a0 non-finite values (NaN/inf) at this step in ${nBad} of ${table.sparks.size} layers ` +
+        `(${nonfinite.metrics.join(", ")}): counted beside each value, left out of it, marked in red`
+      : "";
+    badText.hidden = !nBad;
     notice.textContent = model.get("notice") || "";
   };
 

@@ -96,7 +96,7 @@ function render({ model, el: root }) {
     selectedText,
     galleryHost,
   ]);
-  const messageHost = el("div");
+  const messageHost = el("div", { class: "nbviz-pj-message" });
   root.replaceChildren(messageHost, body);
 
   /** @type {any} */
@@ -188,9 +188,19 @@ function render({ model, el: root }) {
     messageHost.replaceChildren();
     body.style.display = "";
     if (!raw || !raw.n) {
-      message(messageHost, "No points to show at this step.", { kind: "empty" });
+      const bad = Number(raw?.nonfinite || 0);
+      const text = bad
+        ? `All ${bad.toLocaleString("en-US")} embeddings at step ${raw.step} are non-finite (NaN or inf): nothing to project. ` +
+          "Move to an earlier step to see the last finite ones."
+        : "No points to show at this step.";
+      message(messageHost, text, { kind: "empty" });
+      messageHost.classList.toggle("nbviz-nonfinite", bad > 0);
+      // nothing to colour, select or stop: only the words
+      if (bad) body.style.display = "none";
+      root.dataset.drawn = "0";
       return;
     }
+    messageHost.classList.remove("nbviz-nonfinite");
     const scatter = ensurePlot();
     if (!scatter) return;
     const started = performance.now();

@@ -37,3 +37,11 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def nan_run_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run that hit NaN at step 7 (see ``training.nan_run``); read it with ``open_run``."""
+    from training import nan_run
+
+    return nan_run(tmp_path_factory.mktemp("nan") / "run")

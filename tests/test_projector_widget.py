@@ -118,8 +118,20 @@ def test_rows_with_nan_features_are_left_out_and_said(tmp_path):
     run, _ = classified_run(tmp_path / "r", nan_rows=(4, 9))
     pj = EmbeddingProjector(run, method="pca", live=False)
     assert pj.points["n"] == 398
-    assert "2 points with NaN/Inf features are not shown" in pj.note
+    assert pj.note == "2 of 400 embeddings at step 10 are non-finite (NaN or inf) and not shown"
+    assert pj.points["nonfinite"] == 2
     assert 104 not in set(pj.points_frame().id)
+
+
+def test_all_nan_embeddings_say_so_and_start_no_projection(tmp_path):
+    run, _ = classified_run(tmp_path / "r", nan_rows=tuple(range(400)))
+    pj = EmbeddingProjector(run, method="umap", live=False)
+    assert pj.points["n"] == 0 and pj.points["nonfinite"] == 400
+    assert (
+        pj.note == "all 400 embeddings at step 10 are non-finite (NaN or inf): nothing to project"
+    )
+    assert "fitted on" not in pj.note
+    assert pj.progress == 1.0 and pj.status == "" and pj._job is None  # nothing left running
 
 
 def test_a_run_without_embeddings_shows_how_to_record_them(tmp_path):

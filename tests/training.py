@@ -113,3 +113,36 @@ def record_autoencoder(path: Path, steps: int = 60, every: int = 20) -> Path:
             if step % every == every - 1:
                 run.evaluate(step, model, val, loss_fn=nn.MSELoss(reduction="none"))
     return path
+
+
+def nan_run(path: Path, nan_at: int = 7, steps: int = 15) -> Path:
+    """A run that hits NaN at step ``nan_at`` and stays there: a recorded, closed run.
+
+    An MLP ``fc1, act1, fc2, act2, fc3`` (12 -> 32 -> 32 -> 5) watched at every step;
+    before step ``nan_at`` one weight of ``fc1`` becomes NaN, so that step's
+    ``fc1``/``act1`` outputs are NaN in one unit and everything downstream, the
+    gradients and (after the optimizer step) every weight are NaN from then on.
+    Evaluated on 200 samples at step 5 (finite) and step 10 (every logit and
+    embedding NaN), with the ``act2`` output as the embedding.
+    """
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    x_all = torch.randn(449, 12, generator=g)
+    y_all = torch.randint(0, 5, (449,), generator=g)
+    xv, yv = x_all[:200], y_all[:200]
+    loader = [(xv[i : i + 64], yv[i : i + 64]) for i in range(0, 200, 64)]
+    model = named_mlp(12, 32, 32, 5)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with nbviz.Run(path, overwrite=True) as run:
+        run.log_samples(xv.numpy(), yv.numpy())
+        with run.watch(model, every=1):
+            for step in range(steps):
+                if step == nan_at:
+                    with torch.no_grad():
+                        model.fc1.weight[0, 0] = float("nan")
+                at = (step * 32) % 400
+                loss = sgd_step(model, opt, x_all[at : at + 32], y_all[at : at + 32])
+                run.log(step, train_loss=loss)
+                if step in (5, 10):
+                    run.evaluate(step, model, loader, embed_layer="act2")
+    return path

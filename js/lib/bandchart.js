@@ -4,6 +4,7 @@
 import { drawStepAxis, drawYAxis } from "./axis.js";
 import { formatNumber, formatStep } from "./format.js";
 import { extentIn, makeScale, sizeCanvas, themeColors, tracePath } from "./linechart.js";
+import { drawNonfiniteTicks, NONFINITE_CSS, nonfiniteText } from "./nonfinite.js";
 import { floorIndex } from "./steps.js";
 
 /**
@@ -30,6 +31,7 @@ import { floorIndex } from "./steps.js";
  * @property {number | null} [marker]  step marked with a vertical line
  * @property {number} [width]
  * @property {number} [height]
+ * @property {ArrayLike<number>} [bad]  non-finite count per step: red ticks, and words
  */
 
 const M = { left: 52, right: 8, top: 6, bottom: 18 };
@@ -68,10 +70,18 @@ export function drawBandChart(canvas, chart) {
     grow(band.lo);
     grow(band.hi);
   }
+  const x0s = makeScale(x0, x1, M.left, width - M.right);
+  const badAt = (/** @type {number} */ i) => (chart.bad && chart.bad[i] > 0 ? ` \u00b7 ${nonfiniteText(chart.bad[i])}` : "");
   if (!(lo <= hi)) {
-    ctx.fillStyle = theme.muted;
-    ctx.fillText(log ? "no positive values" : "no finite values", M.left, height / 2);
-    return () => "";
+    const ticks = drawNonfiniteTicks(ctx, steps, chart.bad, x0s.map, height - M.bottom, height - M.top - M.bottom);
+    ctx.fillStyle = ticks ? NONFINITE_CSS : theme.muted;
+    const what = ticks ? "no finite values: non-finite (NaN/inf) where red" : log ? "no positive values" : "no finite values";
+    ctx.fillText(what, M.left, height / 2);
+    drawStepAxis(ctx, x0s, { from: x0, to: x1, count: 3, y: height - M.bottom + 4, theme });
+    return (x) => {
+      const i = floorIndex(steps, x0s.invert(x));
+      return i < 0 ? "" : `step ${formatStep(steps[i])}: no finite value${badAt(i)}`;
+    };
   }
   if (hi === lo) {
     lo = log ? lo / 2 : lo - (Math.abs(lo) || 1) * 0.5;
@@ -135,6 +145,7 @@ export function drawBandChart(canvas, chart) {
     }
   }
   ctx.setLineDash([]);
+  drawNonfiniteTicks(ctx, steps, chart.bad, sx.map, height - M.bottom, 8);
   const marker = chart.marker;
   if (marker !== null && marker !== undefined && marker >= x0 && marker <= x1) {
     const x = Math.round(sx.map(marker)) + 0.5;
@@ -151,6 +162,6 @@ export function drawBandChart(canvas, chart) {
     const i = floorIndex(steps, sx.invert(x));
     if (i < 0) return "";
     const parts = chart.lines.map((line) => `${line.label} ${formatNumber(line.values[i])}`);
-    return `step ${formatStep(steps[i])}: ${parts.join(" \u00b7 ")}`;
+    return `step ${formatStep(steps[i])}: ${parts.join(" \u00b7 ")}${badAt(i)}`;
   };
 }

@@ -3,11 +3,12 @@
 
 /**
  * A number for a read-out: 4 significant digits, exponents for very large or
- * small magnitudes, and NaN / +Inf / -Inf spelled out.
- * @param {number} v
+ * small magnitudes, and NaN / +Inf / -Inf spelled out; a dash for no value (null).
+ * @param {number | null | undefined} v
  * @returns {string}
  */
 export function formatNumber(v) {
+  if (v === null || v === undefined) return "\u2014";
   if (Number.isNaN(v)) return "NaN";
   if (v === Number.POSITIVE_INFINITY) return "+Inf";
   if (v === Number.NEGATIVE_INFINITY) return "-Inf";

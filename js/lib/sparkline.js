@@ -2,6 +2,7 @@
 // step marked, and a histogram's bars.
 import { shortNumber } from "./format.js";
 import { extentIn, makeScale, sizeCanvas, tracePath } from "./linechart.js";
+import { drawNonfiniteTicks, NONFINITE_CSS } from "./nonfinite.js";
 import { floorIndex } from "./steps.js";
 
 /**
@@ -11,6 +12,7 @@ import { floorIndex } from "./steps.js";
  * @property {string} [color]
  * @property {number | null} [marker]  step to mark with a dot
  * @property {boolean} [log]  log scale when every finite value is positive
+ * @property {ArrayLike<number>} [bad]  non-finite count per step: a red tick where > 0
  */
 
 /**
@@ -29,12 +31,16 @@ export function drawSparkline(canvas, steps, values, options = {}) {
   const color = options.color ?? "#0072b2";
   const n = steps.length;
   const ext = n ? extentIn(steps, values, steps[0], steps[n - 1], false) : null;
+  const tickX = makeScale(steps[0] ?? 0, n > 1 ? steps[n - 1] : (steps[0] ?? 0) + 1, 2, width - 2);
+  const ticks = () => drawNonfiniteTicks(ctx, steps, options.bad, tickX.map, height, 6);
   if (!ext) {
     ctx.strokeStyle = "#bdbdbd";
     ctx.beginPath();
     ctx.moveTo(2, height / 2);
     ctx.lineTo(width - 2, height / 2);
     ctx.stroke();
+    ticks();
+    markNonfinite(ctx, steps, values, options, tickX.map, height);
     return 0;
   }
   let [lo, hi] = ext;
@@ -51,6 +57,7 @@ export function drawSparkline(canvas, steps, values, options = {}) {
   ctx.beginPath();
   const drawn = tracePath(ctx, steps, values, sx, sy);
   ctx.stroke();
+  ticks();
   const marker = options.marker;
   if (marker !== null && marker !== undefined) {
     const i = floorIndex(steps, marker);
@@ -61,7 +68,28 @@ export function drawSparkline(canvas, steps, values, options = {}) {
       ctx.fill();
     }
   }
+  markNonfinite(ctx, steps, values, options, sx.map, height);
   return drawn;
+}
+
+/**
+ * At the marked step, a value that is non-finite (with a count) is a red dot at mid height.
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {ArrayLike<number>} steps
+ * @param {ArrayLike<number>} values
+ * @param {SparklineOptions} options
+ * @param {(step: number) => number} x
+ * @param {number} height
+ */
+function markNonfinite(ctx, steps, values, options, x, height) {
+  const marker = options.marker;
+  if (marker === null || marker === undefined || !options.bad) return;
+  const i = floorIndex(steps, marker);
+  if (i < 0 || Number.isFinite(values[i]) || !(options.bad[i] > 0)) return;
+  ctx.fillStyle = NONFINITE_CSS;
+  ctx.beginPath();
+  ctx.arc(x(steps[i]), height / 2, 3, 0, 2 * Math.PI);
+  ctx.fill();
 }
 
 /**

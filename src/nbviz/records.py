@@ -28,6 +28,7 @@ from nbviz.arguments import (  # noqa: F401 - the checks, where the conversions 
     jsonable,
     to_numpy,
 )
+from nbviz.store.predictions import NONFINITE_PRED
 
 #: Largest side of a stored image thumbnail, in pixels.
 THUMBNAIL_SIZE = 96
@@ -92,7 +93,10 @@ def predictions_from(
     """``(pred, loss, confidence, probs)`` from logits ``(N, C)`` or predicted classes ``(N,)``.
 
     From logits: softmax probabilities, cross-entropy per sample, confidence = top
-    probability. ``(N, 1)`` logits are a binary model's single logit, read as
+    probability. A row of non-finite logits (NaN, +inf, or every class -inf) has
+    no class: its pred is ``NONFINITE_PRED`` (-1), its loss, confidence and
+    probabilities NaN (no warning: the views count such rows and say so).
+    ``(N, 1)`` logits are a binary model's single logit, read as
     :func:`two_class_logits`. From classes alone: loss and confidence are NaN,
     and the classes are checked as class indices (below ``n_classes`` if known).
     """
@@ -107,9 +111,18 @@ def predictions_from(
             )
         single = arr.shape[1] == 1
         logits = two_class_logits(arr.astype(np.float64))
-        probs = softmax(logits.copy())
-        pred = probs.argmax(axis=1).astype(np.int64)
-        confidence = probs.max(axis=1)
+        with np.errstate(invalid="ignore", over="ignore"):
+            probs = softmax(logits.copy())
+        # NaN, +inf or all -inf in a row: no class can be read from it
+        bad = ~np.isfinite(probs).all(axis=1)
+        if bad.any():
+            probs[bad] = np.nan
+            pred = np.where(bad, NONFINITE_PRED, np.nan_to_num(probs).argmax(axis=1))
+            confidence = np.where(bad, np.nan, np.nan_to_num(probs).max(axis=1))
+        else:
+            pred = probs.argmax(axis=1)
+            confidence = probs.max(axis=1)
+        pred = pred.astype(np.int64)
         if labels is not None:
             if labels.shape[0] and labels.max() >= probs.shape[1]:
                 if single:
@@ -122,9 +135,11 @@ def predictions_from(
                     f"{what}: label {int(labels.max())} is out of range for logits with "
                     f"{probs.shape[1]} classes"
                 )
-            shifted = logits - logits.max(axis=1, keepdims=True)
-            log_z = np.log(np.exp(shifted).sum(axis=1))
-            loss = log_z - shifted[np.arange(len(labels)), labels]
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                shifted = logits - logits.max(axis=1, keepdims=True)
+                log_z = np.log(np.exp(shifted).sum(axis=1))
+                loss = log_z - shifted[np.arange(len(labels)), labels]
+            loss[bad] = np.nan
         else:
             loss = np.full(len(pred), np.nan)
         return pred, loss, confidence, probs.astype(np.float32)

@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from nbviz.run import RunView
+from nbviz.store.predictions import NONFINITE_PRED
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,8 +68,16 @@ def run_summary(run: RunView, findings: bool | pd.DataFrame = True) -> str:
         steps = run.prediction_steps(split)
         last = run.predictions(split=split)
         if run.predicts_classes(split):
-            acc = float((last["label"] == last["pred"]).mean()) if len(last) else float("nan")
+            has_class = last[last["pred"] != NONFINITE_PRED]
+            acc = (
+                float((has_class["label"] == has_class["pred"]).mean())
+                if len(has_class)
+                else float("nan")
+            )
+            n_bad = len(last) - len(has_class)
             how = f"accuracy {_fmt(acc)}"
+            if n_bad:
+                how += f" over the {len(has_class)} with finite logits ({n_bad} NaN/inf)"
         else:  # a model evaluated by its loss alone
             how = f"mean loss {_fmt(float(last['loss'].mean()) if len(last) else float('nan'))}"
         lines.append(

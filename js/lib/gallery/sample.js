@@ -108,7 +108,7 @@ export function sampleCard(item, open, urls) {
     node.append(el("div", { class: "nbviz-gallery-num nbviz-gallery-loss", text: `loss ${formatNumber(item.loss)}` }));
   } else if (item.evaluated) {
     node.append(
-      line("pred", item.pred_name ?? String(item.pred), wrong ? "nbviz-gallery-pred-wrong" : ""),
+      line("pred", item.pred_name ?? String(item.pred), item.pred === -1 ? "nbviz-nonfinite" : wrong ? "nbviz-gallery-pred-wrong" : ""),
       el("div", {
         class: "nbviz-gallery-num",
         text: `conf ${formatNumber(item.confidence)} \u00b7 loss ${formatNumber(item.loss)}`,

@@ -6,6 +6,7 @@ import { drawBandChart } from "../bandchart.js";
 import { CATEGORICAL_10 } from "../color.js";
 import { el, on } from "../dom.js";
 import { formatStep } from "../format.js";
+import { NONFINITE_CSS, nonfiniteSummary, nonfiniteText } from "../nonfinite.js";
 import { drawBars } from "../sparkline.js";
 import { decodeArray } from "../wire.js";
 
@@ -53,6 +54,14 @@ function spread(s, color) {
  * @returns {Array<{title: string, chart: import("../bandchart.js").BandChart}>}
  */
 export function chartsFor(s) {
+  return chartsOf(s).map(({ title, chart }) => ({ title, chart: { ...chart, bad: s.nonfinite } }));
+}
+
+/**
+ * @param {any} s  a decoded detail series
+ * @returns {Array<{title: string, chart: import("../bandchart.js").BandChart}>}
+ */
+function chartsOf(s) {
   const steps = s.steps;
   const title = `${s.label} (${s.layer})`;
   if (s.signal === "activation") {
@@ -96,10 +105,12 @@ export function layerCharts(series) {
     for (const { title, chart } of chartsFor(s)) {
       const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-chart" }));
       const readout = el("div", { class: "nbviz-lb-caption" });
+      const bad = nonfiniteSummary(s.steps, s.nonfinite, formatStep);
       boxes.push(
         el("div", { class: "nbviz-lb-chartbox", attrs: { "data-signal": s.signal, "data-layer": s.layer } }, [
           el("div", { class: "nbviz-lb-chart-title", text: title }),
           canvas,
+          ...(bad ? [el("div", { class: "nbviz-lb-caption nbviz-nonfinite nbviz-lb-chart-nonfinite", text: bad })] : []),
           readout,
         ]),
       );
@@ -138,10 +149,22 @@ export function histogramBoxes(hists) {
   if (!hists.length) return [el("div", { class: "nbviz-muted", text: "no histograms recorded at or before this step" })];
   return hists.map((h) => {
     const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-hist" }));
-    drawBars(canvas, arr(h.counts), h.lo, h.hi, { color: h.signal === "weight" ? GREEN : h.signal === "gradient" ? PINK : BLUE });
+    const counts = arr(h.counts);
+    let inBars = 0;
+    for (let i = 0; i < counts.length; i++) inBars += counts[i];
+    const bad = Number(h.nonfinite || 0);
+    drawBars(canvas, counts, h.lo, h.hi, { color: h.signal === "weight" ? GREEN : h.signal === "gradient" ? PINK : BLUE });
+    const ctx = bad && !inBars ? canvas.getContext("2d") : null;
+    if (ctx) {
+      ctx.fillStyle = NONFINITE_CSS;
+      ctx.font = "11px sans-serif";
+      ctx.textAlign = "center";
+      ctx.fillText("every value non-finite", 110, 36); // the middle of drawBars' 220 x 90
+    }
     return el("div", { class: "nbviz-lb-histbox", attrs: { "data-signal": h.signal, "data-layer": h.layer } }, [
       el("div", { class: "nbviz-lb-caption", text: `${h.label} (${h.layer}) at step ${formatStep(h.step)}` }),
       canvas,
+      ...(bad ? [el("div", { class: "nbviz-lb-caption nbviz-nonfinite nbviz-lb-hist-nonfinite", text: `${nonfiniteText(bad)} (NaN/inf), not in the bars` })] : []),
     ]);
   });
 }

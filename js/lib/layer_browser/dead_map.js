@@ -1,11 +1,14 @@
 // The dead map of a layer in the LayerBrowser: the fraction of the batch on
 // which each unit was zero, units down and captures across, the linked step's
 // column outlined, unit indices and steps on its axes, and a read-out of the
-// cell under the pointer.
-import { sequentialScale } from "../color.js";
+// cell under the pointer. A unit that saw NaN/inf at a capture has no zero
+// fraction: its cell is red (non-finite), never the colour of a dead unit, and a
+// legend under the map counts such cells.
+import { rgbToCss, sequentialScale, viridis } from "../color.js";
 import { el } from "../dom.js";
 import { formatStep } from "../format.js";
 import { bindCells, drawHeatmap } from "../heatmap.js";
+import { NONFINITE_CSS, NONFINITE_RGB } from "../nonfinite.js";
 import { floorIndex } from "../steps.js";
 import { arr } from "./charts.js";
 import { AXIS_LEFT, deadAxes } from "./dead_axes.js";
@@ -31,22 +34,55 @@ export function deadMap(dm) {
   // units down, captures across
   const t = new Float32Array(units * cols);
   for (let j = 0; j < cols; j++) for (let u = 0; u < units; u++) t[u * cols + j] = values[j * units + u];
+  let badCells = 0;
+  let badFrom = -1;
+  for (let j = 0; j < cols; j++) {
+    for (let u = 0; u < units; u++) {
+      if (Number.isFinite(values[j * units + u])) continue;
+      badCells++;
+      if (badFrom < 0) badFrom = j;
+    }
+  }
+  const base = sequentialScale(0, 1);
+  const paint = (/** @type {number} */ v) => (Number.isFinite(v) ? base(v) : /** @type {import("../color.js").RGB} */ ([...NONFINITE_RGB]));
+  /** @type {any} */
+  const scale = Object.assign(paint, { domain: base.domain, css: (/** @type {number} */ v) => rgbToCss(paint(v)) });
+  const swatch = (/** @type {string} */ color) => el("span", { class: "nbviz-lb-swatch", style: { background: color } });
+  const legend = el("div", { class: "nbviz-lb-caption nbviz-lb-dead-legend" }, [
+    swatch(rgbToCss(viridis(0))),
+    " never zero \u2026 ",
+    swatch(rgbToCss(viridis(1))),
+    " zero on the whole batch (dead)",
+    ...(badCells
+      ? [
+          "  ",
+          swatch(NONFINITE_CSS),
+          el("span", {
+            class: "nbviz-nonfinite nbviz-lb-dead-nonfinite",
+            text:
+              ` non-finite (NaN/inf): ${badCells.toLocaleString("en-US")} of ${(units * cols).toLocaleString("en-US")} cells, ` +
+              `from step ${formatStep(steps[badFrom])}; not dead, no zero fraction`,
+          }),
+        ]
+      : []),
+  ]);
   /** @type {import("../heatmap.js").CellLookup} */
   let lookup = null;
   const remove = bindCells(canvas, () => lookup, {
     hover: (cell) => {
       if (!cell) return;
       const v = values[cell.col * units + cell.row];
-      caption.textContent = `unit ${cell.row} at step ${formatStep(steps[cell.col])}: zero on ${(v * 100).toFixed(0)}% of the batch`;
+      const at = `unit ${cell.row} at step ${formatStep(steps[cell.col])}`;
+      caption.textContent = Number.isFinite(v) ? `${at}: zero on ${(v * 100).toFixed(0)}% of the batch` : `${at}: non-finite values (NaN/inf)`;
     },
   });
   return {
-    el: [axes.el, caption],
+    el: [axes.el, legend, caption],
     draw(step, full) {
       const width = Math.max(120, full - AXIS_LEFT);
       const height = Math.max(60, Math.min(320, units * 4));
       axes.draw(units, steps, width, height);
-      const drawn = drawHeatmap(canvas, t, { rows: units, cols, width, height, scale: sequentialScale(0, 1) });
+      const drawn = drawHeatmap(canvas, t, { rows: units, cols, width, height, scale });
       lookup = drawn.cellFromEvent;
       const at = floorIndex(steps, step);
       if (at >= 0) {
@@ -58,6 +94,7 @@ export function deadMap(dm) {
         }
       }
       canvas.setAttribute("data-step-column", String(at));
+      canvas.setAttribute("data-nonfinite-cells", String(badCells));
     },
     remove,
   };

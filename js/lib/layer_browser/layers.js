@@ -3,6 +3,7 @@
 // with the value at the linked step for each health metric.
 import { el } from "../dom.js";
 import { formatNumber, formatStep } from "../format.js";
+import { nonfiniteText } from "../nonfinite.js";
 import { drawSparkline } from "../sparkline.js";
 import { sortableTable } from "../table.js";
 import { arr, BLUE, GREEN, PINK } from "./charts.js";
@@ -25,15 +26,22 @@ const row = (m, i, cols) =>
   /** @type {any} */ (m).subarray ? /** @type {any} */ (m).subarray(i * cols, (i + 1) * cols) : Array.from(m).slice(i * cols, (i + 1) * cols);
 
 /**
- * A metric's value at the step as text.
+ * A metric's value at the step as text ("non-finite" when every value behind it was).
  * @param {string} metric
  * @param {number | undefined} v
+ * @param {number} bad  non-finite values behind it
  */
-const metricText = (metric, v) =>
-  v === undefined || Number.isNaN(v) ? "\u2014" : metric === "zero_frac" ? `${(v * 100).toFixed(1)}%` : formatNumber(v);
+const metricText = (metric, v, bad) =>
+  v === undefined || !Number.isFinite(v)
+    ? bad > 0
+      ? `non-finite (${Math.round(bad).toLocaleString("en-US")})`
+      : "\u2014"
+    : metric === "zero_frac"
+      ? `${(v * 100).toFixed(1)}%`
+      : formatNumber(v);
 
 /**
- * @typedef {Array<{canvas: HTMLCanvasElement, value: HTMLElement}>} Sparks  one per metric
+ * @typedef {Array<{canvas: HTMLCanvasElement, value: HTMLElement, bad: HTMLElement}>} Sparks  one per metric
  */
 
 /**
@@ -51,6 +59,7 @@ export function layerTable(layers, badges) {
       METRICS.map(() => ({
         canvas: /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-spark" })),
         value: el("span", { class: "nbviz-lb-value" }),
+        bad: el("span", { class: "nbviz-lb-nonfinite nbviz-nonfinite" }),
       })),
     );
   }
@@ -80,7 +89,7 @@ export function layerTable(layers, badges) {
         label: title,
         cell: (/** @type {any} */ layer) => {
           const s = sparkOf(layer, k);
-          return el("span", { class: "nbviz-lb-metric" }, s ? [s.canvas, s.value] : []);
+          return el("span", { class: "nbviz-lb-metric" }, s ? [s.canvas, s.value, s.bad] : []);
         },
       })),
     ],
@@ -111,24 +120,45 @@ export function markSelected(table, selected) {
  * @param {any} spark  the `spark` trait
  * @param {any} current  the `current` trait
  * @param {number} step
- * @returns {string[]}
+ * @returns {{shown: string[], nonfinite: {layers: Set<string>, metrics: string[]}}}
  */
 export function drawSparks(sparks, spark, current, step) {
   const names = [...sparks.keys()];
   const shownSteps = [];
+  /** @type {Set<string>} */
+  const badLayers = new Set();
+  const badMetrics = [];
   for (const [k, [metric, title, log, color]] of METRICS.entries()) {
     const entry = spark[metric];
     const steps = entry ? arr(entry.steps) : new Float64Array(0);
     const values = entry ? arr(entry.values) : new Float64Array(0);
+    const bad = entry ? arr(entry.nonfinite) : new Float64Array(0);
     const now = current[metric] ? arr(current[metric].values) : new Float64Array(0);
+    const badNow = current[metric] ? arr(current[metric].nonfinite) : new Float64Array(0);
     const at = current[metric]?.step ?? -1;
     if (at >= 0) shownSteps.push(`${title} at ${formatStep(at)}`);
+    let any = false;
     names.forEach((name, i) => {
       const s = sparks.get(name)?.[k];
       if (!s) return;
-      drawSparkline(s.canvas, steps, row(values, i, steps.length), { marker: step, log, color });
-      s.value.textContent = metricText(metric, now[i]);
+      const b = Number(badNow[i] ?? 0);
+      drawSparkline(s.canvas, steps, row(values, i, steps.length), {
+        marker: step,
+        log,
+        color,
+        bad: bad.length ? row(bad, i, steps.length) : undefined,
+      });
+      s.value.textContent = metricText(metric, now[i], b);
+      s.value.classList.toggle("nbviz-nonfinite", b > 0 && !Number.isFinite(now[i]));
+      // partly non-finite: the value is over the finite ones, the count beside it
+      s.bad.textContent = b > 0 && Number.isFinite(now[i]) ? `\u26a0 ${nonfiniteText(b)}` : "";
+      s.bad.title = b > 0 ? `${nonfiniteText(b)} values (NaN/inf) at step ${formatStep(at)}, left out of this value` : "";
+      if (b > 0) {
+        badLayers.add(name);
+        any = true;
+      }
     });
+    if (any) badMetrics.push(title);
   }
-  return shownSteps;
+  return { shown: shownSteps, nonfinite: { layers: badLayers, metrics: badMetrics } };
 }

@@ -113,7 +113,27 @@ function drawSeries(ctx, s, o, sx, sy) {
     ctx.stroke();
   }
   ctx.setLineDash([]);
+  if (d.steps.length > 1) dotIsolated(ctx, d.steps, d.values, sx, sy);
   drawBreaks(ctx, s, o, sx, dim);
+}
+
+/**
+ * A dot for each finite value between non-finite ones (or an end): a line has
+ * nothing to join it to, so without the dot it would not be seen at all.
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {ArrayLike<number>} steps
+ * @param {ArrayLike<number>} values
+ * @param {Scale} sx
+ * @param {Scale} sy
+ */
+function dotIsolated(ctx, steps, values, sx, sy) {
+  const ok = (/** @type {number} */ i) => i >= 0 && i < values.length && Number.isFinite(values[i]) && (!sy.log || values[i] > 0);
+  for (let i = 0; i < values.length; i++) {
+    if (!ok(i) || ok(i - 1) || ok(i + 1)) continue;
+    ctx.beginPath();
+    ctx.arc(sx.map(steps[i]), sy.map(values[i]), 3, 0, 2 * Math.PI);
+    ctx.fill();
+  }
 }
 
 /**

@@ -6,6 +6,11 @@ per sample). Rows of a confusion matrix are the true class, columns the
 predicted one. Sample ids come back in one stable order wherever a list of
 them is asked for: highest loss first, ties (and NaN losses, which come last)
 by ascending id, so the samples a model gets most wrong lead.
+
+A sample whose logits were non-finite has ``pred == NONFINITE_PRED`` (-1): it
+has no predicted class. Matrices, per-class metrics and scores are over the
+samples with a class (:func:`finite_rows`); :func:`nonfinite_count` counts the
+others, and ``Summary.nonfinite`` carries that count beside the scores.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nbviz.store.predictions import NONFINITE_PRED
+
 __all__ = [
     "Flips",
     "Summary",
@@ -25,8 +32,10 @@ __all__ = [
     "class_metrics",
     "confusion_matrix",
     "evaluation_at",
+    "finite_rows",
     "flips",
     "most_confused",
+    "nonfinite_count",
     "normalize_confusion",
     "order_ids",
     "summary",
@@ -50,6 +59,19 @@ def _check_frame(preds: pd.DataFrame, what: str) -> None:
         )
 
 
+def nonfinite_count(preds: pd.DataFrame) -> int:
+    """How many samples had non-finite logits (``pred == NONFINITE_PRED``): no class."""
+    return int((preds["pred"].to_numpy() == NONFINITE_PRED).sum()) if len(preds) else 0
+
+
+def finite_rows(preds: pd.DataFrame) -> pd.DataFrame:
+    """The rows of samples that have a predicted class (their logits were finite)."""
+    if not len(preds):
+        return preds
+    bad = preds["pred"].to_numpy() == NONFINITE_PRED
+    return preds[~bad] if bad.any() else preds
+
+
 def class_count(preds: pd.DataFrame, class_names: Sequence[str] | None = None) -> int:
     """Number of classes: the class names' count, or one more than the largest class seen."""
     if class_names is not None:
@@ -68,8 +90,13 @@ def class_count(preds: pd.DataFrame, class_names: Sequence[str] | None = None) -
 
 
 def confusion_matrix(preds: pd.DataFrame, n_classes: int | None = None) -> np.ndarray:
-    """``(n_classes, n_classes)`` int64 counts: ``[true, predicted]``."""
+    """``(n_classes, n_classes)`` int64 counts: ``[true, predicted]``.
+
+    Samples with non-finite logits have no predicted class and are not counted
+    (see :func:`nonfinite_count`).
+    """
     _check_frame(preds, "confusion_matrix")
+    preds = finite_rows(preds)
     n = class_count(preds) if n_classes is None else int(n_classes)
     y = preds["label"].to_numpy(dtype=np.int64)
     p = preds["pred"].to_numpy(dtype=np.int64)
@@ -111,6 +138,7 @@ def class_metrics(
     from sklearn.metrics import precision_recall_fscore_support
 
     _check_frame(preds, "class_metrics")
+    preds = finite_rows(preds)
     n = class_count(preds, class_names) if n_classes is None else int(n_classes)
     labels = np.arange(n)
     if len(preds):
@@ -145,15 +173,23 @@ class Summary:
     accuracy: float
     macro_f1: float
     weighted_f1: float
+    nonfinite: int = 0
+    """Samples left out of the scores: their logits were non-finite (no class)."""
 
 
 def summary(preds: pd.DataFrame, n_classes: int | None = None) -> Summary:
-    """Accuracy and macro/weighted F1 over the classes ``0..n_classes-1`` (NaN when empty)."""
+    """Accuracy and macro/weighted F1 over the classes ``0..n_classes-1`` (NaN when empty).
+
+    The scores are over the samples with finite logits (``n`` of them); the
+    others are counted in ``nonfinite``.
+    """
     from sklearn.metrics import accuracy_score, f1_score
 
     _check_frame(preds, "summary")
+    bad = nonfinite_count(preds)
+    preds = finite_rows(preds)
     if len(preds) == 0:
-        return Summary(0, float("nan"), float("nan"), float("nan"))
+        return Summary(0, float("nan"), float("nan"), float("nan"), bad)
     n = class_count(preds) if n_classes is None else int(n_classes)
     y = preds["label"].to_numpy(dtype=np.int64)
     p = preds["pred"].to_numpy(dtype=np.int64)
@@ -163,6 +199,7 @@ def summary(preds: pd.DataFrame, n_classes: int | None = None) -> Summary:
         accuracy=float(accuracy_score(y, p)),
         macro_f1=float(f1_score(y, p, labels=labels, average="macro", zero_division=0)),
         weighted_f1=float(f1_score(y, p, labels=labels, average="weighted", zero_division=0)),
+        nonfinite=bad,
     )
 
 

@@ -44,6 +44,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from nbviz import records as rec
 from nbviz.probes import stats as st
 from nbviz.probes.evaluate import Evaluation
 from nbviz.probes.histogram import HistState
@@ -433,7 +434,10 @@ def gather_evaluation(
             units_name=ev.units_name,
             inputs=gathered_inputs,
         )
-        accuracy = float(np.mean(logits.argmax(axis=1) == labels)) if len(labels) else math.nan
+        # NaN/inf logits predict no class (as in a single process's evaluate)
+        pred = rec.predictions_from(np.asarray(logits), None, "evaluate")[0]
+        has_class = pred != rec.NONFINITE_PRED
+        accuracy = float(np.mean(pred == labels)) if has_class.any() else math.nan
         metrics_t = torch.tensor(
             [float(np.mean(losses)), accuracy], dtype=torch.float64, device=ctx.device
         )

@@ -56,6 +56,11 @@ class Records:
             for (layer, signal), res in results.items()
             if signal == "weight"
         }
+        weight_bad = {
+            layer: int(res.stats[6])
+            for (layer, signal), res in results.items()
+            if signal == "weight" and res.stats[6]
+        }
         for (layer, signal), res in results.items():
             s = st.summarize(res.stats)
             rel = None
@@ -97,6 +102,11 @@ class Records:
             if res.unit_nonzero is not None and res.unit_count > 0:
                 zero_frac = 1.0 - res.unit_nonzero / res.unit_count
                 mean = res.unit_sum / res.unit_count
+                # a unit that saw NaN/inf is non-finite, not dead (its sum is non-finite)
+                bad = ~np.isfinite(mean)
+                if bad.any():
+                    zero_frac[bad] = np.nan
+                    mean[bad] = np.nan
                 unit_rows.append((step, layer, "zero_frac", zero_frac.astype("<f4").tobytes()))
                 unit_rows.append((step, layer, "mean", mean.astype("<f4").tobytes()))
         if norms is not None:
@@ -105,8 +115,11 @@ class Records:
                 update_norm = float(norms[n_par + j])
                 wn = weight_norms.get(name)
                 rel = update_norm / wn if wn else None
+                # an update of a weight holding NaN/inf: as many non-finite values as it
+                bad = weight_bad.get(name, 0) if not np.isfinite(update_norm) else 0
+                moments = (nan,) * 5  # mean, std, min, max, zero_frac: not of an update
                 stats_rows.append(
-                    (step, name, "update", p.numel(), nan, nan, nan, nan, nan, 0, update_norm, rel)
+                    (step, name, "update", p.numel(), *moments, bad, update_norm, rel)
                 )
         sink = self._sink if sink is None else sink
         if stats_rows:

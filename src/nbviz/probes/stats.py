@@ -241,7 +241,8 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
             v_off += size
         if e.units:
             stats[NONZERO] = vecs[0].sum()
-            stats[SUM] = vecs[1].sum()
+            if SUM not in e.scalars:  # measured apart where a unit's sum is non-finite
+                stats[SUM] = vecs[1].sum()
         stats[0] = e.count
         if e.source is not None and not (math.isfinite(stats[MIN]) and math.isfinite(stats[MAX])):
             redo.append((i, e))
@@ -293,7 +294,11 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
 
 
 def summarize(stats: np.ndarray) -> dict[str, float]:
-    """Turn a statistic vector into the stored columns (mean, std, ... over finite values)."""
+    """Turn a statistic vector into the stored columns (mean, std, ... over finite values).
+
+    Where every value was non-finite there is nothing to measure: every statistic,
+    the norm included, is NaN beside the ``nonfinite`` count.
+    """
     count, total, sumsq, mn, mx, nonzero, nonfinite = (float(v) for v in stats)
     finite = count - nonfinite
     if finite > 0:
@@ -302,8 +307,9 @@ def summarize(stats: np.ndarray) -> dict[str, float]:
         std = var**0.5
         zeros = count - nonzero - nonfinite
         zero_frac = zeros / count
-    else:
+    else:  # nothing finite was seen: no statistic, not a zero norm
         mean = std = mn = mx = zero_frac = float("nan")
+        sumsq = float("nan")
     return {
         "count": int(count),
         "mean": mean,

@@ -100,7 +100,8 @@ def clean_parts(
     """Statistics of ``x`` with non-finite elements counted and left out of the moments.
 
     Returns ``(fields, scalars, vectors, hist)``: 0-d results for the listed
-    STAT_FIELDS, vectors (per-unit nonzero count and sum) and what the histogram
+    STAT_FIELDS, vectors (per-unit nonzero count and sum; the sum is non-finite
+    for a unit that saw a non-finite element) and what the histogram
     needs (see :class:`HistInput`), ``None`` without ``hist``. Without units the sum
     and nonzero count are scalars; with units they are the host's sums of the
     per-unit vectors.
@@ -127,9 +128,12 @@ def clean_parts(
         per_unit = n // max(shape[unit_dim], 1)
         dtype = torch.float64 if per_unit >= _EXACT_F32 else None
         vectors.append(sign.abs_().view(shape).sum(dim=dims, dtype=dtype))
-        vectors.append(xc.view(shape).sum(dim=dims))
-        fields: tuple[int, ...] = (SUMSQ, MIN, MAX, NONFINITE)
-        scalars = [sumsq, mn, mx, nonfinite]
+        # summed uncleaned: a unit that saw a non-finite value gets a non-finite sum,
+        # which the host turns into "non-finite" for that unit (never "dead"); the
+        # layer's sum over the finite values is then a scalar of its own
+        vectors.append(xf.sum(dim=dims))
+        fields: tuple[int, ...] = (SUM, SUMSQ, MIN, MAX, NONFINITE)
+        scalars = [xc.sum(), sumsq, mn, mx, nonfinite]
     else:
         nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
         fields = (SUM, SUMSQ, MIN, MAX, NONZERO, NONFINITE)

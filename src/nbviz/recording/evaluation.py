@@ -84,8 +84,12 @@ def evaluate_into(
     if metrics is None:
         metrics = {f"{split}_loss": float(np.mean(result.losses))}
         if result.logits is not None:
-            pred = np.asarray(result.logits).argmax(axis=1)
-            metrics[f"{split}_accuracy"] = float(np.mean(pred == result.labels))
+            # NaN/inf logits predict no class: never right; with no class at all, no accuracy
+            pred = rec.predictions_from(np.asarray(result.logits), None, "evaluate")[0]
+            has_class = pred != rec.NONFINITE_PRED
+            metrics[f"{split}_accuracy"] = (
+                float(np.mean(pred == result.labels)) if has_class.any() else float("nan")
+            )
     if log_scalars:
         run.log(step, overwrite=True, **metrics)
     return metrics

@@ -13,7 +13,12 @@ from nbviz.store.columns import frame, int64_blob, int_array
 from nbviz.store.errors import StoredValueError
 from nbviz.store.query import MissingStepError, ReaderBase, describe_steps, skip_scan_sql
 
-__all__ = ["ModelOutputs", "PredictionQueries"]
+__all__ = ["NONFINITE_PRED", "ModelOutputs", "PredictionQueries"]
+
+#: The ``pred`` of a sample whose logits were non-finite (NaN, +inf, or all -inf): no
+#: class can be read from them. Its ``loss`` and ``confidence`` are NaN, and its
+#: stored probabilities NaN. Views count these samples apart; they are never class 0.
+NONFINITE_PRED = -1
 
 _COLUMNS = ("step", "id", "label", "pred", "loss", "confidence")
 
@@ -40,6 +45,8 @@ class PredictionQueries(ReaderBase):
     def predictions(self, step: int | None = None, split: str = "val") -> pd.DataFrame:
         """Predictions ``[step, id, label, pred, loss, confidence]`` at one step, by id.
 
+        ``pred`` is :data:`NONFINITE_PRED` (-1) where the logits were non-finite
+        (then ``loss`` and ``confidence`` are NaN).
         ``step=None``: the latest step with predictions for the split (an empty
         frame when there is none yet).
         """

@@ -47,6 +47,7 @@ _BASE_CSS = """
   font-size: var(--jp-ui-font-size1, 13px);
   color: var(--jp-ui-font-color1, #1f1f1f);
 }
+.nbviz .nbviz-nonfinite { color: #c4103f; }
 .nbviz-message {
   display: flex;
   align-items: center;

@@ -4,6 +4,8 @@ Rows are the true class, columns the predicted one. The matrix shows counts,
 or each row as fractions of the true class (the diagonal is then recall), or
 each column as fractions of the predictions (precision). Beside it: accuracy,
 macro/weighted F1, a sortable per-class table and the most-confused pairs.
+Samples whose logits were non-finite have no predicted class: the view counts
+them in words, and the matrix and scores are over the others (said so).
 
 Clicking a cell (or a pair) sets ``selected = [true, predicted]``; Python fills
 ``selected_ids`` with the ids of that cell's samples, highest loss first, and
@@ -21,6 +23,7 @@ now first, in ``selected_ids`` and the gallery, in place of a cell's.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -89,7 +92,11 @@ class ConfusionMatrix(LiveView):
     class_table = traitlets.List(
         help="Per class: class, name, precision, recall, f1, support."
     ).tag(sync=True)
-    scores = traitlets.Dict(help="n, accuracy, macro_f1, weighted_f1.").tag(sync=True)
+    scores = traitlets.Dict(
+        help="n, accuracy, macro_f1, weighted_f1 (over the n samples with finite logits; "
+        "None when n is 0), "
+        "nonfinite (samples whose logits were NaN/inf: no class, not in the matrix)."
+    ).tag(sync=True)
     confused = traitlets.List(help="Most-confused pairs: true, pred, count, rate.").tag(sync=True)
     compare_step = traitlets.Int(
         -1, help="Compare with the latest evaluation at or before this step (-1: no comparison)."
@@ -272,9 +279,11 @@ class ConfusionMatrix(LiveView):
         s = metrics.summary(preds, n)
         self.scores = {
             "n": s.n,
-            "accuracy": s.accuracy,
-            "macro_f1": s.macro_f1,
-            "weighted_f1": s.weighted_f1,
+            # None (JSON null) where there is no score: no sample had finite logits
+            "accuracy": _score(s.accuracy),
+            "macro_f1": _score(s.macro_f1),
+            "weighted_f1": _score(s.weighted_f1),
+            "nonfinite": s.nonfinite,
         }
         self.confused = [
             {
@@ -337,6 +346,10 @@ class ConfusionMatrix(LiveView):
         super().close()
 
 
+def _score(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
 ConfusionMatrix._css = view_css(
     """
 .nbviz-cm-main { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
@@ -355,6 +368,7 @@ ConfusionMatrix._css = view_css(
 .nbviz-cm-side { display: flex; flex-direction: column; gap: 8px; min-width: 260px; }
 .nbviz-cm-scores { font-variant-numeric: tabular-nums; }
 .nbviz-cm-scores b { font-weight: 600; }
+.nbviz-cm-nonfinite { color: #b2182b; font-weight: 600; max-width: 420px; }
 .nbviz-cm-confused { list-style: none; margin: 0; padding: 0; max-height: 180px; overflow: auto; }
 .nbviz-cm-confused button { font: inherit; border: none; background: transparent; color: inherit;
   cursor: pointer; padding: 1px 4px; text-align: left; width: 100%; border-radius: 3px; }

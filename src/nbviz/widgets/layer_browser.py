@@ -268,6 +268,17 @@ class LayerBrowser(LiveView):
 
     # -- reading back --------------------------------------------------------------------
 
+    def nonfinite_at_step(self) -> dict[str, dict[str, int]]:
+        """Non-finite values behind each value the table shows at ``step``:
+        ``{metric: {layer: count}}``, layers with none left out."""
+        out: dict[str, dict[str, int]] = {}
+        for metric, entry in self.current.items():
+            counts = array_from_payload(entry["nonfinite"])
+            out[metric] = {
+                row["name"]: int(c) for row, c in zip(self._rows, counts, strict=True) if c > 0
+            }
+        return out
+
     def values_at_step(self) -> dict[str, dict[str, float]]:
         """What the table shows at ``step``: ``{metric: {layer: value}}`` (NaN: none)."""
         out: dict[str, dict[str, float]] = {}
@@ -290,6 +301,10 @@ LayerBrowser._css = view_css(
 .nbviz-lb-row.nbviz-unwatched { color: var(--jp-ui-font-color3, #9e9e9e); }
 .nbviz-lb-metric { display: inline-flex; align-items: center; gap: 4px; }
 .nbviz-lb-metric span { min-width: 4.5em; text-align: right; }
+.nbviz-lb-metric span.nbviz-lb-nonfinite { min-width: 0; font-size: 0.85em; }
+.nbviz-lb-nonfinite-note { font-weight: 600; }
+.nbviz-lb-swatch { display: inline-block; width: 10px; height: 10px; vertical-align: middle;
+  border: 1px solid var(--jp-border-color2, #e0e0e0); }
 .nbviz-lb-num { text-align: right; }
 .nbviz-lb-detail { border-top: 1px solid var(--jp-border-color2, #e0e0e0); padding-top: 6px; }
 .nbviz-lb-detail h4 { margin: 4px 0; font-size: 1.05em; }

@@ -182,11 +182,19 @@ class HistogramsAtStep:
     def clear(self) -> None:
         """Nothing is cached: each read is one index seek."""
 
-    def _at(self, layer: str, signal: str, step: int) -> tuple[int, Any, Any] | None:
+    def _at(self, layer: str, signal: str, step: int) -> tuple[int, Any, Any, int] | None:
+        """``(step, edges, counts, nonfinite)`` of the latest histogram at or before ``step``."""
         try:
-            return self._run.histogram_before(layer, signal, int(step))
+            hit = self._run.histogram_before(layer, signal, int(step))
+            if hit is None:
+                return None
+            at, edges, counts = hit
+            # the NaN/inf values are not in the bars: their count goes beside them
+            rows = self._run.histogram_rows(layer, signal, steps=at)
         except (MissingStepError, ValueError):
             return None
+        nonfinite = int(rows.nonfinite[0]) if len(rows.steps) else 0
+        return at, edges, counts, nonfinite
 
     def detail_at(self, row: dict[str, Any], step: int) -> dict[str, Any]:
         """Activations and output gradient of ``row``'s layer, and its weight and weight
@@ -201,7 +209,7 @@ class HistogramsAtStep:
             hit = self._at(layer, signal, step)
             if hit is None:
                 continue
-            at, edges, counts = hit
+            at, edges, counts, nonfinite = hit
             hists.append(
                 {
                     "signal": signal,
@@ -211,6 +219,7 @@ class HistogramsAtStep:
                     "lo": float(edges[0]),
                     "hi": float(edges[-1]),
                     "counts": array_trait_payload(counts, dtype="<f8"),
+                    "nonfinite": nonfinite,  # NaN/inf values, not in the bars
                 }
             )
         return {"layer": name, "step": step, "histograms": hists}

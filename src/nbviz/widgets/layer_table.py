@@ -4,7 +4,9 @@ A row is a module of the model summary (qualified name, type, output shape,
 parameter count) or, without a summary, a module the probe recorded. Its signs
 of health are the activation zero fraction, the gradient norm (of the layer's
 weight, else of its output) and the update/weight ratio: as sparklines over
-about ``SPARK_POINTS`` captures, and as the value at the linked step.
+about ``SPARK_POINTS`` captures, and as the value at the linked step. Beside
+each value goes the count of non-finite values it leaves out, so that a layer
+full of NaN reads as non-finite, never as a gradient norm of 0.
 """
 
 from __future__ import annotations
@@ -143,6 +145,7 @@ def sparklines(run: Any, index: Any, rows: list[dict[str, Any]]) -> tuple[dict[s
         steps = index.steps(signal)
         sample = evenly(steps, SPARK_POINTS)
         matrix = np.full((len(rows), len(sample)), np.nan)
+        bad = np.zeros((len(rows), len(sample)))
         if len(sample):
             frame = run.stats(signal, steps=[int(s) for s in sample])
             col = {s: j for j, s in enumerate(sample.tolist())}
@@ -153,7 +156,12 @@ def sparklines(run: Any, index: Any, rows: list[dict[str, Any]]) -> tuple[dict[s
                 rows_i = li[ok].to_numpy(dtype=np.int64)
                 cols_j = frame["step"][ok].map(col).to_numpy(dtype=np.int64)
                 matrix[rows_i, cols_j] = frame[column][ok].to_numpy(dtype=np.float64)
-        spark[metric] = {"steps": steps_payload(sample), "values": floats_payload(matrix)}
+                bad[rows_i, cols_j] = frame["nonfinite"][ok].to_numpy(dtype=np.float64)
+        spark[metric] = {
+            "steps": steps_payload(sample),
+            "values": floats_payload(matrix),
+            "nonfinite": floats_payload(bad),
+        }
         shown = max(shown, len(sample))
         total = max(total, len(steps))
     notice = f"sparklines: {count_text(shown, total, 'captures')}" if shown < total else ""
@@ -161,17 +169,25 @@ def sparklines(run: Any, index: Any, rows: list[dict[str, Any]]) -> tuple[dict[s
 
 
 def values_at(run: Any, index: Any, rows: list[dict[str, Any]], step: int) -> dict[str, Any]:
-    """Per metric, the capture step shown and one value per row (NaN: none)."""
+    """Per metric, the capture step shown, one value per row (NaN: none) and the count of
+    non-finite values behind it (left out of the value; all of them when it is NaN)."""
     out: dict[str, Any] = {}
     for metric, (signal, column, _which) in METRICS.items():
         at = index.capture_at(signal, step)
         values = np.full(len(rows), np.nan)
+        bad = np.zeros(len(rows))
         if at is not None:
             frame = run.stats(signal, steps=[at])
             lookup = dict(zip(frame["layer"], frame[column].to_numpy(dtype=np.float64)))
+            counts = dict(zip(frame["layer"], frame["nonfinite"].to_numpy(dtype=np.float64)))
             for i, row in enumerate(rows):
                 name = _metric_layer(row, metric)
                 if name in lookup:
                     values[i] = lookup[name]
-        out[metric] = {"step": -1 if at is None else at, "values": floats_payload(values)}
+                    bad[i] = counts[name]
+        out[metric] = {
+            "step": -1 if at is None else at,
+            "values": floats_payload(values),
+            "nonfinite": floats_payload(bad),
+        }
     return out

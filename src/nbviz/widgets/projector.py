@@ -138,6 +138,7 @@ class EmbeddingProjector(LiveView):
         super().__init__(**kwargs)
         self._run = run
         self._ids = np.zeros(0, dtype=np.int64)  # ids of the points on screen, in order
+        self._nothing_finite = False  # the layout on screen had only NaN/inf embeddings
         self._order = np.zeros(0, dtype=np.int64)  # argsort of _ids, for id -> index
         self._frame: pd.DataFrame | None = None
         self._jobs = LayoutJobs(self, run, self._deliver)
@@ -220,7 +221,10 @@ class EmbeddingProjector(LiveView):
                 assert quick is not None
                 if self._shown_key is None or self._shown_key[:3] != want[:3]:
                     self._put(self._layout(quick, compute=True))
-                self._jobs.start(want)
+                if self._nothing_finite:
+                    self._jobs.cancel()  # every embedding is NaN/inf: nothing to project
+                else:
+                    self._jobs.start(want)
             else:
                 self._jobs.cancel()
                 self._put(layout)
@@ -238,6 +242,8 @@ class EmbeddingProjector(LiveView):
         coords = np.asarray(layout.coords, dtype=np.float64)
         finite = np.isfinite(coords).all(axis=1)
         ids = np.asarray(layout.ids, dtype=np.int64)[finite]
+        n_bad = int((~finite).sum())
+        self._nothing_finite = n_bad > 0 and not len(ids)
         frame = prediction_frame(self._run, self.split, ids, layout.step)
         same_points = len(ids) == len(self._ids) and np.array_equal(ids, self._ids)
         self._ids = ids
@@ -249,19 +255,17 @@ class EmbeddingProjector(LiveView):
             "transition": bool(same_points),
             "method": layout.method,
             "step": int(layout.step),
+            "nonfinite": n_bad,
+            "total": int(len(finite)),
         }
         self.shown_step = int(layout.step)
         self.shown_method = layout.method
         if self._auto_colour and (self.points["has_labels"] or self.points["has_loss"]):
             self._auto_colour = False
             self.color_by = "label" if self.points["has_labels"] else "loss"
-        notes = []
-        if layout.note:
-            notes.append(layout.note + " and the rest placed into that map")
-        if (~finite).any():
-            notes.append(f"{int((~finite).sum()):,} points with NaN/Inf features are not shown")
-        self.note = "; ".join(notes)
-        self.notice = f"{len(ids):,} points, step {layout.step}"
+        self.note = _points_note(layout, len(ids), n_bad)
+        left_out = f" ({n_bad:,} non-finite left out)" if n_bad else ""
+        self.notice = f"{len(ids):,} points{left_out}, step {layout.step}"
         self._resync_ids()
 
     def _indices(self, ids: list[int]) -> np.ndarray:
@@ -409,8 +413,31 @@ class EmbeddingProjector(LiveView):
         super().close()
 
 
+def _points_note(layout: proj.Layout, shown: int, n_bad: int) -> str:
+    """What the points on screen are: non-finite embeddings left out, a fit on a sample."""
+    step = int(layout.step)
+    if n_bad and not shown:
+        return (
+            f"all {n_bad:,} embeddings at step {step} are non-finite (NaN or inf): "
+            "nothing to project"
+        )
+    notes = []
+    if n_bad:
+        notes.append(
+            f"{n_bad:,} of {n_bad + shown:,} embeddings at step {step} are non-finite "
+            "(NaN or inf) and not shown"
+        )
+    if layout.fitted_on < shown:
+        notes.append(
+            f"fitted on {layout.fitted_on:,} of the {shown:,} finite points and the rest "
+            "placed into that map"
+        )
+    return "; ".join(notes)
+
+
 EmbeddingProjector._css = view_css(
     """
+.nbviz-pj-message.nbviz-nonfinite .nbviz-message-text { color: #c4103f; font-style: normal; }
 .nbviz-projector-stage { position: relative; width: 100%; height: 460px; box-sizing: border-box;
   border: 1px solid var(--jp-border-color2, #e0e0e0); border-radius: 4px; overflow: hidden;
   background: var(--jp-layout-color1, #fff); }

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from nbviz.store import from_blob
+from nbviz.store.predictions import NONFINITE_PRED
 from nbviz.widgets.wire import array_trait_payload
 
 __all__ = [
@@ -47,10 +48,13 @@ def sample_payload(row: pd.Series, n_values: int = ARRAY_VALUES) -> dict[str, An
 
 
 def class_name(names: Sequence[str] | None, cls: Any) -> str:
-    """The name of class ``cls`` (its number where ``names`` has none; '' for no class)."""
+    """The name of class ``cls`` (its number where ``names`` has none; '' for no class;
+    "non-finite" for the prediction of NaN/inf logits)."""
     if cls is None or pd.isna(cls):
         return ""
     c = int(cls)
+    if c == NONFINITE_PRED:
+        return "non-finite"
     if names is not None and 0 <= c < len(names):
         return str(names[c])
     return str(c)
@@ -67,14 +71,20 @@ def prediction_fields(pred: pd.Series, names: Sequence[str] | None) -> dict[str,
     """What a card shows of an evaluated sample (a row of ``run.predictions()``); only
     the loss for a model that is not a classifier (no predicted class)."""
     if pd.isna(pred["pred"]):
-        return {"evaluated": True, "loss": float(pred["loss"])}
+        return {"evaluated": True, "loss": _finite(pred["loss"])}
     return {
         "evaluated": True,
         "pred": int(pred["pred"]),
         "pred_name": class_name(names, pred["pred"]),
-        "loss": float(pred["loss"]),
-        "confidence": float(pred["confidence"]),
+        # None (JSON null) where unknown or non-finite: NaN is not JSON
+        "loss": _finite(pred["loss"]),
+        "confidence": _finite(pred["confidence"]),
     }
+
+
+def _finite(value: Any) -> float | None:
+    v = float(value)
+    return v if np.isfinite(v) else None
 
 
 def capture_arrays(row: Any) -> dict[str, Any]:

@@ -78,8 +78,15 @@ class UnitExplorer:
             notice = f"the first evaluation (step {at}) comes after this step"
         ids, matrix = self._matrix(name, split, kind, at)
         n_units = int(matrix.shape[1]) if matrix.ndim == 2 else 0
-        with np.errstate(invalid="ignore"):
-            means = np.nanmean(matrix, axis=0) if len(ids) else np.zeros(n_units)
+        finite = np.isfinite(matrix) if len(ids) else np.ones((0, n_units), dtype=bool)
+        counts = finite.sum(axis=0)
+        sums = np.where(finite, matrix, 0.0).sum(axis=0) if len(ids) else np.zeros(n_units)
+        # a unit with no finite value has no mean (NaN), never 0
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan) if len(ids) else sums
+        bad = int((~finite).sum())
+        if bad:
+            said = f"{bad:,} of {finite.size:,} unit values at step {at} are non-finite (NaN/inf)"
+            notice = f"{notice}; {said}" if notice else said
         out: dict[str, Any] = {
             "layer": name,
             "kind": kind,
