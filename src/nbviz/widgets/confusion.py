@@ -165,6 +165,7 @@ class ConfusionMatrix(LiveView):
             self.gallery = SampleGallery(
                 run, ids=[], split=split, step=self.step, live=False, page_size=24, sort_by="loss"
             )
+            self.gallery.splits = []  # the split is this view's: no menu of its own
             self.gallery.prompt = "Click a cell of the matrix to see its samples here."
             self._ready = True
             self._fill()
@@ -482,5 +483,11 @@ ConfusionMatrix._css = view_css(
 .nbviz-cm-flips { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; }
 .nbviz-cm-flips button.nbviz-active { background: var(--jp-brand-color3, #bbdefb); }
 .nbviz-toolbar select { font: inherit; }
+.nbviz-confusion [hidden] { display: none !important; }
+.nbviz-cm-lists { display: flex; flex-direction: column; gap: 6px; max-width: 100%; }
+.nbviz-cm-lists-row { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+.nbviz-cm-caption { max-width: 760px; }
+.nbviz-cm-tablewrap.nbviz-cm-list { max-height: 420px; }
+.nbviz-cm-table tbody tr.nbviz-active { background: var(--jp-brand-color3, #bbdefb); }
 """
 )
