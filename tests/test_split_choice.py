@@ -20,6 +20,7 @@ from test_report import model_of, page_data, revive
 from training import named_mlp
 
 import nbviz
+from nbviz.cli import main
 from nbviz.report import write_report
 from nbviz.widgets.splits import choose_split
 
@@ -110,6 +111,9 @@ def test_the_dashboard_and_report_show_a_run_evaluated_only_on_test(
     cm = model_of(data, "ConfusionMatrix")
     assert revive(data["values"][cm["state"]["split"]], data) == "test"
     assert "ConfusionMatrix" in info.views
+    out = tmp_path / "cli.html"
+    assert main(["report", str(test_only.run_dir), "-o", str(out)]) == 0
+    assert "ConfusionMatrix" in out.read_text(encoding="utf-8")
 
 
 def test_switching_the_split_keeps_the_selection_and_its_ids_follow(
@@ -135,6 +139,12 @@ def test_switching_the_split_keeps_the_selection_and_its_ids_follow(
     gallery.split = "train"
     assert gallery.ids == two_splits.sample_ids("train").tolist()
     gallery.close()
+    projector = nbviz.EmbeddingProjector(two_splits, method="pca", live=False)
+    assert projector.split == "test" and sorted(projector.splits) == ["test", "train"]
+    projector.split = "train"
+    ids, _ = two_splits.embeddings(29, split="train", layer=projector.layer)
+    assert sorted(projector.points_frame().id) == sorted(ids.tolist())
+    projector.close()
 
 
 def test_the_report_holds_the_answers_of_every_split(two_splits: nbviz.Run, tmp_path: Path) -> None:
