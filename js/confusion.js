@@ -151,7 +151,10 @@ function render({ model, el: root }) {
       return b;
     };
     flipBox.replaceChildren(
-      el("span", { class: "nbviz-cm-title", text: `since step ${cmp.step} (${cmp.common} samples in both; cells show the change):` }),
+      el("span", {
+        class: "nbviz-cm-title",
+        text: `since step ${cmp.step} (${cmp.common} samples in both${model.get("mode") === "pairs" ? "" : "; cells show the change"}):`,
+      }),
       button("to_wrong", "right \u2192 wrong", cmp.to_wrong),
       button("to_right", "wrong \u2192 right", cmp.to_right),
     );

@@ -17,6 +17,7 @@ import pytest
 import torch
 import traitlets
 from test_report import model_of, page_data, revive
+from test_training_view_state import wait_until
 from training import named_mlp
 
 import nbviz
@@ -181,4 +182,29 @@ def test_evaluating_only_a_test_split_returns_its_metrics(tmp_path: Path) -> Non
     assert set(out) == {"test_loss", "test_accuracy"}
     frame = run.predictions(0, "test")
     assert len(frame) == 64 and np.isfinite(frame.loss).all()
+    run.close()
+
+
+def test_a_live_view_opened_before_any_prediction_follows_the_first_split_to_arrive(
+    tmp_path: Path,
+) -> None:
+    run = nbviz.Run(tmp_path / "live")
+    run.log(0, train_loss=1.0)
+    run.flush()
+    cm = nbviz.ConfusionMatrix(run)  # live: follows the run
+    gallery = nbviz.SampleGallery(run)
+    assert cm.split == "val" and "No val predictions" in cm.empty
+    rng = np.random.default_rng(0)
+    run.log_predictions(4, rng.normal(size=(20, 3)), rng.integers(0, 3, 20), split="test")
+    run.flush()
+    wait_until(lambda: cm.eval_step == 4 and len(gallery.ids) == 20)
+    assert cm.split == "test" and cm.splits == ["test"] and cm.empty == ""
+    assert gallery.split == "test"
+    named = nbviz.ConfusionMatrix(run, split="test")  # a split the user named stays
+    run.log_predictions(5, rng.normal(size=(8, 3)), rng.integers(0, 3, 8), split="val")
+    run.flush()
+    wait_until(lambda: cm.splits == ["test", "val"] and named.splits == ["test", "val"])
+    assert cm.split == "test" and named.split == "test"
+    for view in (cm, gallery, named):
+        view.close()
     run.close()

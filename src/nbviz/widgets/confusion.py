@@ -52,7 +52,7 @@ from nbviz.widgets.live import (
     reacts_to,
     view_css,
 )
-from nbviz.widgets.splits import check_switch, opening_split, split_choices
+from nbviz.widgets.splits import check_switch, followed_split, opening_split, split_choices
 from nbviz.widgets.wire import array_trait_payload
 
 __all__ = ["ConfusionMatrix"]
@@ -146,6 +146,7 @@ class ConfusionMatrix(LiveView):
         check_int("ConfusionMatrix", "compare_step", compare_step)
         check_choice("ConfusionMatrix", "normalize", normalize, NORMALIZE)
         splits = run.splits()
+        self._split_chosen = split is None
         split = opening_split("ConfusionMatrix", split, splits, run.name, "predictions")
         check_int("ConfusionMatrix", "step", step)
         super().__init__(**kwargs)
@@ -271,8 +272,12 @@ class ConfusionMatrix(LiveView):
         return list(self.selected_ids)
 
     def _rebuild(self) -> None:
-        before = self._steps
         self.splits = list(self._run.splits())
+        split = followed_split(self.split, self.splits, self._split_chosen)
+        before = self._steps
+        if split != self.split:
+            before = np.zeros(0, dtype=np.int64)  # the step goes to the new split's latest
+            self.split = split
         self._read_steps()
         self.step = followed_step(self.step, before, self._steps)
         self._fill()
@@ -289,6 +294,7 @@ class ConfusionMatrix(LiveView):
             self.matrix, self.class_table, self.scores, self.confused = {}, [], {}, []
             self.class_errors = []
             self.compare = {}
+            self._n_classes = len(names) if names is not None else 0
             if names is not None and len(names) > MAX_MATRIX_CLASSES:
                 self.mode, self.class_names = "pairs", []
             else:

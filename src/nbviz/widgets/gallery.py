@@ -47,7 +47,7 @@ from nbviz.widgets.live import (
 from nbviz.widgets.outputs import SampleOutputs
 from nbviz.widgets.sample_detail import ClassProbabilities, activations_of, units_of
 from nbviz.widgets.samples import label_fields, prediction_fields, sample_payload
-from nbviz.widgets.splits import check_switch, opening_split, split_choices
+from nbviz.widgets.splits import check_switch, followed_split, opening_split, split_choices
 
 __all__ = ["SampleGallery"]
 
@@ -145,6 +145,7 @@ class SampleGallery(LiveView):
     ) -> None:
         check_choice("SampleGallery", "sort_by", sort_by, SORTS)
         splits = sorted(set(run.splits()) | set(run.splits("samples")))
+        self._split_chosen = split is None
         # ids given: the caller says what to show (a view's selection may be in any split)
         known = splits if ids is None else []
         split = opening_split("SampleGallery", split, known, run.name, "samples or predictions")
@@ -275,6 +276,9 @@ class SampleGallery(LiveView):
         before = self._steps
         if self._every_sample:
             self.splits = sorted(set(self._run.splits()) | set(self._run.splits("samples")))
+            split = followed_split(self.split, self.splits, self._split_chosen)
+            if split != self.split:
+                self.split = split  # its samples, read by _on_change
         self._read_run()
         self.step = followed_step(self.step, before, self._steps)
         self._fill()

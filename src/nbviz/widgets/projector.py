@@ -39,7 +39,7 @@ from nbviz.widgets.projector_points import (
     prediction_frame,
 )
 from nbviz.widgets.samples import sample_payload
-from nbviz.widgets.splits import check_switch, opening_split, split_choices
+from nbviz.widgets.splits import check_switch, followed_split, opening_split, split_choices
 from nbviz.widgets.wire import array_from_payload, array_trait_payload
 
 __all__ = ["COLOR_BY", "EmbeddingProjector"]
@@ -131,6 +131,7 @@ class EmbeddingProjector(LiveView):
         if color_by is not None:
             check_choice("EmbeddingProjector", "color_by", color_by, COLOR_BY)
         splits = _embedding_splits(run)
+        self._split_chosen = split is None
         split = opening_split("EmbeddingProjector", split, splits, run.name, "embeddings")
         check_int("EmbeddingProjector", "step", step)
         resolved = proj.resolve_params(method, params)
@@ -398,6 +399,9 @@ class EmbeddingProjector(LiveView):
     def _rebuild(self) -> None:
         """The run grew: new embeddings or predictions may have arrived."""
         self.splits = _embedding_splits(self._run)
+        split = followed_split(self.split, self.splits, self._split_chosen)
+        if split != self.split:
+            self.split = split  # its layers and steps, read by _on_source
         layers = self._run.embedding_layers(self.split, "embedding")
         self.layers = list(layers)
         if not self.layer and layers:

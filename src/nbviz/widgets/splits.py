@@ -16,7 +16,14 @@ import traitlets
 
 from nbviz.widgets.checks import check_split
 
-__all__ = ["PREFERRED", "check_switch", "choose_split", "opening_split", "split_choices"]
+__all__ = [
+    "PREFERRED",
+    "check_switch",
+    "choose_split",
+    "followed_split",
+    "opening_split",
+    "split_choices",
+]
 
 PREFERRED = ("val", "test")
 """Splits a view opens on when none is given, in this order; then the first recorded."""
@@ -45,6 +52,15 @@ def opening_split(
             f"splits with {what}: {', '.join(map(repr, available))}"
         )
     return split
+
+
+def followed_split(current: str, available: Sequence[str], chosen: bool) -> str:
+    """The split a view shows once its run grew: a split it chose itself gives way to
+    :func:`choose_split` when the run now has splits and not that one (a live run
+    whose first predictions came for "test"); a split the user named stays."""
+    if chosen and available and current not in available:
+        return choose_split(list(available)) or current
+    return current
 
 
 def split_choices(help: str = "Splits the view can show (the menu's choices).") -> Any:
