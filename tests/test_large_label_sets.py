@@ -17,7 +17,8 @@ from sklearn.metrics import accuracy_score, f1_score
 
 import nbviz
 from nbviz.analysis import metrics
-from nbviz.widgets.confusion import LIST_ROWS, MAX_MATRIX_CLASSES
+from nbviz.widgets.confusion import MAX_MATRIX_CLASSES
+from nbviz.widgets.confusion_lists import LIST_ROWS
 
 
 def frame_of(labels, preds, loss=None) -> pd.DataFrame:

@@ -42,6 +42,7 @@ import traitlets
 from nbviz.analysis import metrics
 from nbviz.widgets.base import child_view
 from nbviz.widgets.checks import check_choice, check_int
+from nbviz.widgets.confusion_lists import LIST_ROWS, class_error_rows, list_scores, pair_rows
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import (
@@ -63,8 +64,6 @@ MODES = ("matrix", "pairs")
 MOST_CONFUSED = 10
 MAX_MATRIX_CLASSES = 100
 """Past this many classes the view lists pairs and classes instead of drawing a matrix."""
-LIST_ROWS = 50
-"""Rows of the most-confused pairs and of the ranked classes in the list mode."""
 
 
 class ConfusionMatrix(LiveView):
@@ -340,7 +339,7 @@ class ConfusionMatrix(LiveView):
             "weighted_f1": s.weighted_f1,
         }
         top = metrics.most_confused(matrix, MOST_CONFUSED)
-        self.confused = _pair_rows(top, self.class_names)
+        self.confused = pair_rows(top, self.class_names)
         self.class_errors = []
 
     def _fill_lists(self, preds: pd.DataFrame, names: Any) -> None:
@@ -348,35 +347,9 @@ class ConfusionMatrix(LiveView):
         self.mode = "pairs"
         self.class_names = []
         self.matrix, self.class_table = {}, []
-        s = metrics.present_summary(preds)
-        counts = metrics.class_counts(preds)
-        support = counts["support"].to_numpy()
-        errors = int((support - counts["correct"].to_numpy()).sum())
-        pairs = metrics.confusion_pairs(preds)
-        self.scores = {
-            "n": s.n,
-            "accuracy": s.accuracy,
-            "macro_f1": s.macro_f1,
-            "weighted_f1": s.weighted_f1,
-            "classes": len(counts),
-            "classes_with_errors": int(((support - counts["correct"].to_numpy()) > 0).sum()),
-            "errors": errors,
-            "error_pairs": int((pairs["true"] != pairs["pred"]).sum()),
-        }
-        self.confused = _pair_rows(metrics.top_confusions(preds, LIST_ROWS), names)
-        self.class_errors = [
-            {
-                "class": int(r["class"]),
-                "name": str(r["name"]),
-                "support": int(r["support"]),
-                "errors": int(r["errors"]),
-                "error_rate": float(r["error_rate"]),
-                "top_pred": int(r["top_pred"]),
-                "top_pred_name": str(r["top_pred_name"]),
-                "top_count": int(r["top_count"]),
-            }
-            for r in metrics.class_errors(preds, LIST_ROWS, names).to_dict("records")
-        ]
+        self.scores = list_scores(preds)
+        self.confused = pair_rows(metrics.top_confusions(preds, LIST_ROWS), names)
+        self.class_errors = class_error_rows(preds, names)
 
     def _fill_compare(self, preds: pd.DataFrame, n: int) -> None:
         base = (
@@ -429,26 +402,6 @@ class ConfusionMatrix(LiveView):
         if self.gallery is not None:
             self.gallery.close()
         super().close()
-
-
-def _pair_rows(top: pd.DataFrame, names: Any) -> list[dict[str, Any]]:
-    """Rows of the most-confused list: true, pred, count, rate and both class names."""
-    known = [str(c) for c in names] if names is not None else []
-
-    def name(c: int) -> str:
-        return known[c] if 0 <= c < len(known) else str(c)
-
-    return [
-        {
-            "true": int(r["true"]),
-            "pred": int(r["pred"]),
-            "count": int(r["count"]),
-            "rate": float(r["rate"]),
-            "true_name": name(int(r["true"])),
-            "pred_name": name(int(r["pred"])),
-        }
-        for r in top.to_dict("records")
-    ]
 
 
 ConfusionMatrix._css = view_css(
