@@ -13,6 +13,8 @@ samples, not the square of the largest index.
 
     python benchmarks/label_space_bench.py                 # 10, 20k and 100k classes
     python benchmarks/label_space_bench.py --classes 10 20000 --samples 2000
+    python benchmarks/label_space_bench.py --classes 2000 --src /other/checkout/src
+        # the same table for another checkout's nbviz (say, before sparse counting)
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness import print_table, scratch
 
 BASELINE = 10
 
@@ -48,20 +49,19 @@ def write_run(path: Path, n_classes: int, n_samples: int, seed: int = 0) -> None
 
 
 def state_bytes(widget: Any) -> int:
-    """Bytes of a widget's synced data as ipywidgets sends it (JSON plus buffers)."""
-    total = 0
-    for name, value in widget.get_state().items():
-        if name.startswith("_"):  # the front-end bundle and the model's names
-            continue
+    """Bytes of a widget's synced data as ipywidgets sends it: JSON plus binary buffers."""
+
+    def size(value: Any) -> int:
         if isinstance(value, (bytes, bytearray, memoryview)):
-            total += len(value)
-        elif isinstance(value, dict):
-            for v in value.values():
-                total += len(v) if isinstance(v, (bytes, bytearray, memoryview)) else 0
-            total += len(json.dumps(value, default=lambda _: None))
-        else:
-            total += len(json.dumps(value, default=lambda _: None))
-    return total
+            return len(value)
+        if isinstance(value, dict):
+            return sum(len(json.dumps(k)) + size(v) for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return sum(size(v) for v in value) + len(value)
+        return len(json.dumps(value))
+
+    # names starting with "_" are the front-end bundle and the model's names
+    return sum(size(v) for k, v in widget.get_state().items() if not k.startswith("_"))
 
 
 def measure(path: Path, repeats: int) -> dict[str, Any]:
@@ -81,7 +81,11 @@ def measure(path: Path, repeats: int) -> dict[str, Any]:
         cm = nbviz.ConfusionMatrix(run, live=False)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        out = {"mode": cm.mode, "build_s": statistics.median(times), "peak_bytes": peak}
+        out = {
+            "mode": getattr(cm, "mode", "matrix"),
+            "build_s": statistics.median(times),
+            "peak_bytes": peak,
+        }
         out["state_bytes"] = state_bytes(cm)
         cm.close()
         t = time.perf_counter()
@@ -94,6 +98,8 @@ def measure(path: Path, repeats: int) -> dict[str, Any]:
 
 
 def child(args: argparse.Namespace) -> None:
+    # this checkout's nbviz (as harness would put it first), or the one of --src
+    sys.path.insert(0, args.src or str(Path(__file__).resolve().parent.parent / "src"))
     path = Path(args.child)
     write_run(path, args.n_classes, args.samples)
     print(json.dumps(measure(path, args.repeats)))
@@ -104,19 +110,24 @@ def main() -> None:
     parser.add_argument("--classes", type=int, nargs="+", default=[20_000, 100_000])
     parser.add_argument("--samples", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--src", help="measure the nbviz of this source tree instead")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--n-classes", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
         return
+    from harness import print_table, scratch  # imports this checkout's nbviz
+
     sizes = [BASELINE] + [k for k in args.classes if k != BASELINE]
     results: dict[int, dict[str, Any]] = {}
     with scratch("nbviz-labels-") as root:
         for k in sizes:
+            src = ["--src", args.src] if args.src else []
             out = subprocess.run(
                 [sys.executable, __file__, "--child", str(root / f"run{k}"), "--n-classes", str(k)]
-                + ["--samples", str(args.samples), "--repeats", str(args.repeats)],
+                + ["--samples", str(args.samples), "--repeats", str(args.repeats)]
+                + src,
                 capture_output=True,
                 text=True,
                 check=True,
@@ -140,7 +151,12 @@ def main() -> None:
                 f"{r['dashboard_s'] / base['dashboard_s']:.2f}x",
             ]
         )
-    print(f"\nConfusionMatrix and Dashboard of one evaluation of {args.samples:,} samples")
+    import nbviz
+
+    where = args.src or str(Path(nbviz.__file__).parent.parent)
+    print(
+        f"\nConfusionMatrix and Dashboard of one evaluation of {args.samples:,} samples ({where})"
+    )
     print_table(
         [
             "classes",
