@@ -148,6 +148,18 @@ def test_switching_the_split_keeps_the_selection_and_its_ids_follow(
     projector.close()
 
 
+def test_in_the_dashboard_the_projector_follows_the_confusion_matrix_split(
+    two_splits: nbviz.Run,
+) -> None:
+    dash = nbviz.Dashboard(two_splits, live=False)
+    assert dash.confusion.split == dash.projector.split == "test"
+    dash.confusion.split = "train"
+    assert dash.projector.split == "train"  # so that a cell's ids light up that split's points
+    dash.confusion.selected = [0, 0]
+    assert dash.projector.highlight_ids == dash.confusion.selected_ids
+    dash.close()
+
+
 def test_the_report_holds_the_answers_of_every_split(two_splits: nbviz.Run, tmp_path: Path) -> None:
     info = write_report(two_splits, tmp_path / "report.html")
     data = page_data(Path(info.path).read_text(encoding="utf-8"))
