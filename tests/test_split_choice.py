@@ -220,3 +220,23 @@ def test_a_live_view_opened_before_any_prediction_follows_the_first_split_to_arr
     for view in (cm, gallery, named):
         view.close()
     run.close()
+
+
+def test_the_matrix_opens_on_a_split_of_classes_beside_one_evaluated_by_its_loss(
+    tmp_path: Path,
+) -> None:
+    run = nbviz.Run(tmp_path / "mixed")
+    regressor = torch.nn.Linear(12, 1)
+    x = torch.randn(64, 12)
+    pairs = [(x[i : i + 32], x[i : i + 32, :1]) for i in range(0, 64, 32)]
+    run.evaluate(0, regressor, pairs, loss_fn=torch.nn.MSELoss(reduction="none"))  # "val"
+    run.evaluate(0, named_mlp(12, 8, 4), loader(64, seed=5), split="test")
+    run.flush()
+    assert run.predicts_classes("val") is False and run.class_splits() == ["test"]
+    cm = nbviz.ConfusionMatrix(run, live=False)
+    assert cm.split == "test" and cm.splits == ["test"] and cm.scores["n"] == 64
+    cm.close()
+    named = nbviz.ConfusionMatrix(run, split="val", live=False)  # named: says why it is empty
+    assert "have no classes" in named.empty and named.splits == ["test", "val"]
+    named.close()
+    run.close()

@@ -53,7 +53,13 @@ from nbviz.widgets.live import (
     reacts_to,
     view_css,
 )
-from nbviz.widgets.splits import check_switch, followed_split, opening_split, split_choices
+from nbviz.widgets.splits import (
+    check_switch,
+    choose_split,
+    followed_split,
+    opening_split,
+    split_choices,
+)
 from nbviz.widgets.wire import array_trait_payload
 
 __all__ = ["ConfusionMatrix"]
@@ -144,9 +150,10 @@ class ConfusionMatrix(LiveView):
     ) -> None:
         check_int("ConfusionMatrix", "compare_step", compare_step)
         check_choice("ConfusionMatrix", "normalize", normalize, NORMALIZE)
-        splits = run.splits()
         self._split_chosen = split is None
-        split = opening_split("ConfusionMatrix", split, splits, run.name, "predictions")
+        if split is None:  # a split whose model predicted classes, if there is one
+            split = choose_split(run.class_splits()) or choose_split(run.splits()) or "val"
+        split = opening_split("ConfusionMatrix", split, run.splits(), run.name, "predictions")
         check_int("ConfusionMatrix", "step", step)
         super().__init__(**kwargs)
         self._run = run
@@ -155,7 +162,7 @@ class ConfusionMatrix(LiveView):
         self._n_classes = 0
         with self._building([run], live):
             self._indexes[0].positions()  # so that the index notices new evaluations
-            self.splits = list(splits)
+            self.splits = _menu(run, split)
             self.split = split
             self.normalize = normalize
             self.compare_step = -1 if compare_step is None else int(compare_step)
@@ -271,8 +278,8 @@ class ConfusionMatrix(LiveView):
         return list(self.selected_ids)
 
     def _rebuild(self) -> None:
-        self.splits = list(self._run.splits())
-        split = followed_split(self.split, self.splits, self._split_chosen)
+        split = followed_split(self.split, self._run.class_splits(), self._split_chosen)
+        self.splits = _menu(self._run, split)
         before = self._steps
         if split != self.split:
             before = np.zeros(0, dtype=np.int64)  # the step goes to the new split's latest
@@ -402,6 +409,12 @@ class ConfusionMatrix(LiveView):
         if self.gallery is not None:
             self.gallery.close()
         super().close()
+
+
+def _menu(run: Any, split: str) -> list[str]:
+    """The splits the menu offers: those whose model predicted classes, and ``split``."""
+    splits = list(run.class_splits())
+    return splits if split in splits else [*splits, split]
 
 
 ConfusionMatrix._css = view_css(
