@@ -5,14 +5,19 @@
 // With a comparison step the cells show the change since that evaluation and two
 // buttons list the samples that flipped (right -> wrong, wrong -> right) between
 // them; a click sets `selected_flip` and the gallery shows those samples.
+// Past 100 classes (mode "pairs") the matrix gives way to two ranked lists: the
+// most confused pairs and the classes with the most errors; a row selects as a
+// cell does. A menu switches between the run's splits.
 // Class names come from data: they go in with textContent only.
 import { childView } from "./lib/child.js";
+import { classErrorsTable, listsCaption, pairsTable } from "./lib/confusion/lists.js";
 import { cellText, decodeMatrix, matrixView, percent } from "./lib/confusion/matrix.js";
 import { el, fillSelect, on, select } from "./lib/dom.js";
 import { formatNumber } from "./lib/format.js";
 import { bindCells } from "./lib/heatmap.js";
 import { listen, save } from "./lib/model.js";
 import { batched } from "./lib/schedule.js";
+import { splitMenu } from "./lib/splits.js";
 import { guard, present, viewState } from "./lib/state.js";
 import { nextSort, sortableTable } from "./lib/table.js";
 
@@ -45,8 +50,11 @@ function render({ model, el: root }) {
   const clearButton = /** @type {HTMLButtonElement} */ (
     el("button", { class: "nbviz-cm-clear", text: "clear selection", attrs: { type: "button" } })
   );
+  const splits = splitMenu(model);
+  const modeLabel = el("label", {}, ["show", modeSelect]);
   const toolbar = el("div", { class: "nbviz-toolbar" }, [
-    el("label", {}, ["show", modeSelect]),
+    splits.el,
+    modeLabel,
     el("label", {}, ["compare with", compareSelect]),
     stepText,
     clearButton,
@@ -56,15 +64,25 @@ function render({ model, el: root }) {
   const scores = el("div", { class: "nbviz-cm-scores" });
   const confused = el("ul", { class: "nbviz-cm-confused" });
   const tableWrap = el("div", { class: "nbviz-cm-tablewrap" });
-  const side = el("div", { class: "nbviz-cm-side" }, [
-    scores,
-    flipBox,
+  const matrixSide = el("div", { class: "nbviz-cm-side-lists" }, [
     el("div", { class: "nbviz-cm-title", text: "most confused (true \u2192 predicted)" }),
     confused,
     el("div", { class: "nbviz-cm-title", text: "per class" }),
     tableWrap,
   ]);
-  const main = el("div", { class: "nbviz-cm-main" }, [el("div", {}, [matrix.el, readout]), side]);
+  const side = el("div", { class: "nbviz-cm-side" }, [scores, flipBox, matrixSide]);
+  const matrixBox = el("div", {}, [matrix.el, readout]);
+  const listsCaptionEl = el("div", { class: "nbviz-cm-caption nbviz-muted" });
+  const pairsWrap = el("div", { class: "nbviz-cm-tablewrap nbviz-cm-list" });
+  const classesWrap = el("div", { class: "nbviz-cm-tablewrap nbviz-cm-list" });
+  const listsBox = el("div", { class: "nbviz-cm-lists" }, [
+    listsCaptionEl,
+    el("div", { class: "nbviz-cm-lists-row" }, [
+      el("div", {}, [el("div", { class: "nbviz-cm-title", text: "most confused pairs" }), pairsWrap]),
+      el("div", {}, [el("div", { class: "nbviz-cm-title", text: "classes by errors" }), classesWrap]),
+    ]),
+  ]);
+  const main = el("div", { class: "nbviz-cm-main" }, [matrixBox, listsBox, side]);
   const galleryHost = el("div", { class: "nbviz-cm-gallery" });
   const body = el("div", {}, [toolbar, main, galleryHost]);
 
@@ -72,6 +90,8 @@ function render({ model, el: root }) {
   let data = null;
   let sortKey = "name";
   let sortDesc = false;
+  let pairSort = { sortBy: "", descending: true }; // "": as ranked by Python
+  let classSort = { sortBy: "", descending: true };
 
   const names = () => /** @type {string[]} */ (model.get("class_names") || []);
   const nameOf = (/** @type {number} */ c) => names()[c] ?? String(c);
@@ -144,7 +164,10 @@ function render({ model, el: root }) {
       return b;
     };
     flipBox.replaceChildren(
-      el("span", { class: "nbviz-cm-title", text: `since step ${cmp.step} (${cmp.common} samples in both; cells show the change):` }),
+      el("span", {
+        class: "nbviz-cm-title",
+        text: `since step ${cmp.step} (${cmp.common} samples in both${model.get("mode") === "pairs" ? "" : "; cells show the change"}):`,
+      }),
       button("to_wrong", "right \u2192 wrong", cmp.to_wrong),
       button("to_right", "wrong \u2192 right", cmp.to_right),
     );
@@ -192,13 +215,43 @@ function render({ model, el: root }) {
     );
   };
 
+  const drawLists = () => {
+    const sel = /** @type {number[]} */ (model.get("selected") || []);
+    const pairs = model.get("confused") || [];
+    const classes = model.get("class_errors") || [];
+    listsCaptionEl.textContent = data || model.get("eval_step") < 0 ? "" : listsCaption(model.get("scores") || {}, pairs.length, classes.length);
+    const pick = (/** @type {number[]} */ cell) => save(model, { selected: cell });
+    pairsWrap.replaceChildren(
+      pairsTable(pairs, sel, pairSort, (key) => {
+        pairSort = nextSort(key, pairSort, key === "count" || key === "rate");
+        drawLists();
+      }, (r) => pick([r.true, r.pred])),
+    );
+    classesWrap.replaceChildren(
+      classErrorsTable(classes, sel, classSort, (key) => {
+        classSort = nextSort(key, classSort, key !== "name");
+        drawLists();
+      }, (r) => pick([r.class, -1])),
+    );
+  };
+
   const draw = guard(root, "Drawing the confusion matrix", () => {
     if (!present(root, body, viewState(model))) return;
+    const lists = model.get("mode") === "pairs";
+    splits.draw();
     modeSelect.value = model.get("normalize");
+    modeLabel.hidden = lists;
+    matrixBox.hidden = lists;
+    matrixSide.hidden = lists;
+    listsBox.hidden = !lists;
     clearButton.disabled = !(model.get("selected") || []).length && !model.get("selected_flip");
-    matrix.draw(data, { by: model.get("normalize"), selected: model.get("selected") || [], names: names() });
     drawScores();
     drawCompare();
+    if (lists) {
+      drawLists();
+      return;
+    }
+    matrix.draw(data, { by: model.get("normalize"), selected: model.get("selected") || [], names: names() });
     drawConfused();
     drawTable();
   });
@@ -222,11 +275,12 @@ function render({ model, el: root }) {
       click: (cell) => save(model, { selected: [cell.row, cell.col] }),
     }),
     on(modeSelect, "change", () => save(model, { normalize: modeSelect.value })),
+    splits.stop,
     on(clearButton, "click", () => save(model, { selected: [], selected_flip: "" })),
     on(compareSelect, "change", () => save(model, { compare_step: Number(compareSelect.value) })),
     listen(
       model,
-      ["matrix", "normalize", "selected", "selected_flip", "compare", "compare_step", "class_names", "class_table", "scores", "confused", "eval_step", "eval_steps", "empty", "error"],
+      ["matrix", "mode", "split", "splits", "normalize", "selected", "selected_flip", "compare", "compare_step", "class_names", "class_table", "class_errors", "scores", "confused", "eval_step", "eval_steps", "empty", "error"],
       schedule,
     ),
   ];

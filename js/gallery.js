@@ -10,6 +10,7 @@ import { detailSections } from "./lib/gallery/detail.js";
 import { sampleCard } from "./lib/gallery/sample.js";
 import { ObjectUrls } from "./lib/images.js";
 import { listen, save } from "./lib/model.js";
+import { splitMenu } from "./lib/splits.js";
 import { batched } from "./lib/schedule.js";
 import { guard, present, viewState } from "./lib/state.js";
 
@@ -35,7 +36,9 @@ function render({ model, el: root }) {
   );
   const pageText = el("span", { class: "nbviz-gallery-page" });
   const evalText = el("span", { class: "nbviz-notice nbviz-gallery-eval" });
+  const splits = splitMenu(model);
   const toolbar = el("div", { class: "nbviz-toolbar" }, [
+    splits.el,
     count,
     el("label", {}, ["sort by", sortSelect]),
     direction,
@@ -113,6 +116,8 @@ function render({ model, el: root }) {
     on(direction, "click", () => save(model, { descending: !model.get("descending") })),
     on(prev, "click", () => save(model, { page: Math.max(0, (model.get("page") || 0) - 1) })),
     on(next, "click", () => save(model, { page: (model.get("page") || 0) + 1 })),
+    splits.stop,
+    listen(model, ["split", "splits"], splits.draw),
     listen(
       model,
       ["items", "ids", "page", "n_pages", "sort_by", "sort_choices", "descending", "eval_step", "note", "prompt", "detail", "empty", "error"],

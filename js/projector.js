@@ -15,6 +15,7 @@ import { boxSelect } from "./lib/projector/box_select.js";
 import { serialDraws } from "./lib/projector/draws.js";
 import { legendItems } from "./lib/projector/legend.js";
 import { perFrame, throttle } from "./lib/schedule.js";
+import { splitMenu } from "./lib/splits.js";
 import { guard, message, showFailure, viewState } from "./lib/state.js";
 import { decodeArray, encodeArray } from "./lib/wire.js";
 
@@ -60,7 +61,9 @@ function render({ model, el: root }) {
     el("button", { class: "nbviz-pj-reset", text: "reset view", attrs: { type: "button" } })
   );
   const stepText = el("span", { class: "nbviz-pj-step" });
+  const splits = splitMenu(model);
   const toolbar = el("div", { class: "nbviz-toolbar" }, [
+    splits.el,
     el("label", {}, ["layout", methodSelect]),
     el("label", {}, ["colour", colourSelect]),
     classLabel,
@@ -398,6 +401,8 @@ function render({ model, el: root }) {
     listen(model, ["progress", "status", "note", "method", "shown_method", "class_names"], updateText),
     listen(model, ["selection"], applySelection),
     listen(model, ["hover_sample"], showSample),
+    listen(model, ["split", "splits"], splits.draw),
+    splits.stop,
   ];
   return () => {
     for (const stop of stops) stop();

@@ -131,7 +131,7 @@ def test_confusion_cells_open_their_samples_offline(report: tuple[Any, str], dem
     preds = demo_run.predictions(65, split="val")
     wrong = preds[preds["label"] != preds["pred"]]
     (t, p), n = next(iter(wrong.groupby(["label", "pred"]).size().sort_values().items()))
-    entry = next(e for e in group["entries"] if e["key"] == ["65", f"[{t},{p}]"])
+    entry = next(e for e in group["entries"] if e["key"] == ['"val"', "65", f"[{t},{p}]"])
     ids = revive(data["values"][entry["out"][outputs.index((cm_id, "selected_ids"))]], data)
     assert len(ids) == n
     assert set(ids) == set(wrong[(wrong["label"] == t) & (wrong["pred"] == p)]["id"])

@@ -53,6 +53,11 @@ describe("helpers", () => {
     assert.deepEqual(lines.at(-1), ["shape", "[8, 8]"]);
   });
 
+  it("detailLines say '-' for a prediction logged as a class, without confidence or loss", () => {
+    const lines = detailLines({ id: 2, label: 3, evaluated: true, pred: 3, confidence: null, loss: null, step: 1 });
+    assert.deepEqual(lines.slice(3, 5), [["confidence", "-"], ["loss", "-"]]);
+  });
+
   it("layerLine leaves out statistics that are missing", () => {
     const text = layerLine({ layer: "conv1", type: "Conv2d", shape: [16, 8, 8], mean: 0.5, std: null, min: 0, max: 2, zero_frac: 0.25, note: "" });
     assert.equal(text, "conv1 \u00b7 Conv2d \u00b7 [16, 8, 8] \u00b7 mean 0.5 \u00b7 min 0 \u00b7 max 2 \u00b7 zero 25%");

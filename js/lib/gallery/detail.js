@@ -8,7 +8,7 @@ import { featureMaps } from "../images.js";
 import { drawSignedBars } from "../sparkline.js";
 import { sortableTable } from "../table.js";
 import { decodeArray } from "../wire.js";
-import { line, sampleContent, withOutputs } from "./sample.js";
+import { line, sampleContent, stored, withOutputs } from "./sample.js";
 
 /**
  * The rows of the top-k table: class name, probability as text, bar width in %.
@@ -33,10 +33,10 @@ export function detailLines(d) {
   if (d.label !== undefined) out.push(["true", d.label_name ?? String(d.label)]);
   if (d.evaluated && d.pred !== undefined) {
     out.push(["pred", d.pred_name ?? String(d.pred)]);
-    out.push(["confidence", formatNumber(d.confidence)]);
+    out.push(["confidence", stored(d.confidence)]);
   }
   if (d.evaluated) {
-    out.push(["loss", formatNumber(d.loss)]);
+    out.push(["loss", stored(d.loss)]);
     out.push(["step", String(d.step)]);
   }
   if (d.shape) out.push(["shape", `[${d.shape.join(", ")}]`]);

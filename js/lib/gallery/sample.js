@@ -6,6 +6,13 @@
 // beside the target) and the loss. Every text from data goes in with textContent.
 import { el } from "../dom.js";
 import { formatNumber } from "../format.js";
+
+/**
+ * A recorded number as text; "-" where none was recorded (predicted classes logged
+ * without logits have no confidence or loss: JSON null).
+ * @param {number | null | undefined} v
+ */
+export const stored = (v) => (typeof v === "number" ? formatNumber(v) : "-");
 import { decodeArray } from "../wire.js";
 
 /**
@@ -111,7 +118,7 @@ export function sampleCard(item, open, urls) {
       line("pred", item.pred_name ?? String(item.pred), item.pred === -1 ? "nbviz-nonfinite" : wrong ? "nbviz-gallery-pred-wrong" : ""),
       el("div", {
         class: "nbviz-gallery-num",
-        text: `conf ${formatNumber(item.confidence)} \u00b7 loss ${formatNumber(item.loss)}`,
+        text: `conf ${stored(item.confidence)} \u00b7 loss ${stored(item.loss)}`,
       }),
     );
   } else {

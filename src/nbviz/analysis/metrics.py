@@ -1,5 +1,10 @@
 """Where a classifier errs: confusion matrices, per-class metrics, cells, flips.
 
+Counting is sparse: :func:`confusion_pairs` and :func:`class_counts` cost what the
+number of samples costs, whatever the largest class index (a vocabulary of 100,000
+tokens); only :func:`confusion_matrix` is dense, for the small label sets a matrix
+can show.
+
 Everything here works on a predictions frame as ``run.predictions(step, split)``
 returns it (columns ``id``, ``label``, ``pred``, ``loss``, ``confidence``; one row
 per sample). Rows of a confusion matrix are the true class, columns the
@@ -25,12 +30,16 @@ import pandas as pd
 from nbviz.store.predictions import NONFINITE_PRED
 
 __all__ = [
+    "ANY_OTHER",
     "Flips",
     "Summary",
     "cell_ids",
     "class_count",
+    "class_counts",
+    "class_errors",
     "class_metrics",
     "confusion_matrix",
+    "confusion_pairs",
     "evaluation_at",
     "finite_rows",
     "flips",
@@ -38,7 +47,9 @@ __all__ = [
     "nonfinite_count",
     "normalize_confusion",
     "order_ids",
+    "present_summary",
     "summary",
+    "top_confusions",
     "top_samples_for_unit",
     "unit_values",
 ]
@@ -89,23 +100,144 @@ def class_count(preds: pd.DataFrame, class_names: Sequence[str] | None = None) -
     return int(max(preds["label"].max(), preds["pred"].max())) + 1
 
 
+def _classes_of(preds: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(labels, preds)`` as int64 of the samples with a predicted class, refusing
+    negative classes (samples with non-finite logits are left out: :func:`nonfinite_count`)."""
+    _check_frame(preds, what)
+    preds = finite_rows(preds)
+    y = preds["label"].to_numpy(dtype=np.int64)
+    p = preds["pred"].to_numpy(dtype=np.int64)
+    if len(y) and min(y.min(), p.min()) < 0:
+        raise ValueError(f"{what}: class {int(min(y.min(), p.min()))} is negative")
+    return y, p
+
+
+def confusion_pairs(preds: pd.DataFrame) -> pd.DataFrame:
+    """The ``(true, pred)`` pairs that occur and their counts: ``[true, pred, count]``.
+
+    Sorted by true then predicted class. Costs what sorting the samples costs,
+    never the square of the largest class index.
+    """
+    y, p = _classes_of(preds, "confusion_pairs")
+    if not len(y):
+        empty = np.zeros(0, dtype=np.int64)
+        return pd.DataFrame({"true": empty, "pred": empty, "count": empty})
+    order = np.lexsort((p, y))
+    y, p = y[order], p[order]
+    start = np.flatnonzero(np.r_[True, (y[1:] != y[:-1]) | (p[1:] != p[:-1])])
+    counts = np.diff(np.r_[start, len(y)])
+    return pd.DataFrame({"true": y[start], "pred": p[start], "count": counts.astype(np.int64)})
+
+
 def confusion_matrix(preds: pd.DataFrame, n_classes: int | None = None) -> np.ndarray:
     """``(n_classes, n_classes)`` int64 counts: ``[true, predicted]``.
 
-    Samples with non-finite logits have no predicted class and are not counted
-    (see :func:`nonfinite_count`).
+    Dense, for label sets small enough to show as a matrix; the counting itself
+    is :func:`confusion_pairs`.
     """
     _check_frame(preds, "confusion_matrix")
-    preds = finite_rows(preds)
     n = class_count(preds) if n_classes is None else int(n_classes)
-    y = preds["label"].to_numpy(dtype=np.int64)
-    p = preds["pred"].to_numpy(dtype=np.int64)
-    if len(y) and (min(y.min(), p.min()) < 0 or max(y.max(), p.max()) >= n):
-        bad = (
-            int(max(y.max(), p.max())) if max(y.max(), p.max()) >= n else int(min(y.min(), p.min()))
+    pairs = confusion_pairs(preds)
+    t, p = pairs["true"].to_numpy(), pairs["pred"].to_numpy()
+    if len(t) and max(t.max(), p.max()) >= n:
+        raise ValueError(
+            f"confusion_matrix: class {int(max(t.max(), p.max()))} is outside 0..{n - 1}"
         )
-        raise ValueError(f"confusion_matrix: class {bad} is outside 0..{n - 1}")
-    return np.bincount(y * n + p, minlength=n * n).reshape(n, n).astype(np.int64)
+    m = np.zeros((n, n), dtype=np.int64)
+    m[t, p] = pairs["count"].to_numpy()
+    return m
+
+
+def class_counts(preds: pd.DataFrame) -> pd.DataFrame:
+    """Per class that occurs as a label or a prediction: ``[class, support, predicted,
+    correct]`` (support: samples of the class; predicted: samples predicted as it)."""
+    y, p = _classes_of(preds, "class_counts")
+    classes = np.union1d(y, p)
+    k = len(classes)
+    support = np.bincount(np.searchsorted(classes, y), minlength=k)
+    predicted = np.bincount(np.searchsorted(classes, p), minlength=k)
+    correct = np.bincount(np.searchsorted(classes, y[y == p]), minlength=k)
+    return pd.DataFrame(
+        {
+            "class": classes.astype(np.int64),
+            "support": support.astype(np.int64),
+            "predicted": predicted.astype(np.int64),
+            "correct": correct.astype(np.int64),
+        }
+    )
+
+
+def _name_of(class_names: Sequence[str] | None, c: Any) -> list[str]:
+    names = list(class_names) if class_names is not None else []
+    return [str(names[i]) if 0 <= i < len(names) else str(i) for i in np.asarray(c).tolist()]
+
+
+def class_errors(
+    preds: pd.DataFrame, k: int | None = None, class_names: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Classes ranked by their errors: ``[class, name, support, errors, error_rate,
+    top_pred, top_pred_name, top_count]``.
+
+    One row per class with samples; most errors first, then the highest error
+    rate, then the class index; ``top_pred`` is the class it is most often
+    mistaken for (-1 when never wrong) and ``top_count`` how often. ``k`` keeps the
+    first ``k`` rows.
+    """
+    counts = class_counts(preds)
+    counts = counts[counts["support"] > 0]
+    c = counts["class"].to_numpy()
+    support = counts["support"].to_numpy()
+    errors = support - counts["correct"].to_numpy()
+    rate = errors / np.maximum(support, 1)
+    order = np.lexsort((c, -rate, -errors))
+    if k is not None:
+        order = order[: max(int(k), 0)]
+    c, support, errors, rate = c[order], support[order], errors[order], rate[order]
+    wrong = confusion_pairs(preds)
+    wrong = wrong[wrong["true"] != wrong["pred"]]
+    wrong = wrong.sort_values(["true", "count", "pred"], ascending=[True, False, True])
+    top = wrong.drop_duplicates("true").set_index("true")
+    top_pred = top["pred"].reindex(c).fillna(-1).to_numpy(dtype=np.int64)
+    top_count = top["count"].reindex(c).fillna(0).to_numpy(dtype=np.int64)
+    return pd.DataFrame(
+        {
+            "class": c.astype(np.int64),
+            "name": _name_of(class_names, c),
+            "support": support.astype(np.int64),
+            "errors": errors.astype(np.int64),
+            "error_rate": rate.astype(np.float64),
+            "top_pred": top_pred,
+            "top_pred_name": [
+                n if t >= 0 else "" for n, t in zip(_name_of(class_names, top_pred), top_pred)
+            ],
+            "top_count": top_count,
+        }
+    )
+
+
+def top_confusions(
+    preds: pd.DataFrame, k: int = 10, class_names: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """The ``k`` most frequent errors ``[true, pred, count, rate, true_name, pred_name]``,
+    counted sparsely: what :func:`most_confused` gives for the dense matrix, at any
+    number of classes. ``rate`` is the count as a fraction of the true class's support."""
+    pairs = confusion_pairs(preds)
+    support = pairs.groupby("true")["count"].sum()
+    wrong = pairs[pairs["true"] != pairs["pred"]]
+    t, p, n = (wrong[c].to_numpy() for c in ("true", "pred", "count"))
+    order = np.lexsort((p, t, -n))[: max(int(k), 0)]
+    t, p, n = t[order], p[order], n[order]
+    rate = n / np.maximum(support.reindex(t).to_numpy(), 1) if len(t) else np.zeros(0)
+    return pd.DataFrame(
+        {
+            "true": t.astype(np.int64),
+            "pred": p.astype(np.int64),
+            "count": n.astype(np.int64),
+            "rate": np.asarray(rate, dtype=np.float64),
+            "true_name": _name_of(class_names, t),
+            "pred_name": _name_of(class_names, p),
+        }
+    )
 
 
 def normalize_confusion(matrix: np.ndarray, by: str = "counts") -> np.ndarray:
@@ -203,6 +335,31 @@ def summary(preds: pd.DataFrame, n_classes: int | None = None) -> Summary:
     )
 
 
+def present_summary(preds: pd.DataFrame) -> Summary:
+    """Accuracy and macro/weighted F1 over the classes that occur (as a label or a
+    prediction): scikit-learn's default label set, counted sparsely; samples with
+    non-finite logits are left out and counted in ``nonfinite``."""
+    bad = nonfinite_count(preds)
+    preds = finite_rows(preds)
+    counts = class_counts(preds)
+    if not len(preds):
+        return Summary(0, float("nan"), float("nan"), float("nan"), bad)
+    support = counts["support"].to_numpy(dtype=np.float64)
+    predicted = counts["predicted"].to_numpy(dtype=np.float64)
+    correct = counts["correct"].to_numpy(dtype=np.float64)
+    precision = correct / np.where(predicted > 0, predicted, 1)
+    recall = correct / np.where(support > 0, support, 1)
+    total = precision + recall
+    f1 = np.where(total > 0, 2 * precision * recall / np.where(total > 0, total, 1), 0.0)
+    return Summary(
+        n=len(preds),
+        accuracy=float(correct.sum() / len(preds)),
+        macro_f1=float(f1.mean()),
+        weighted_f1=float((f1 * support).sum() / support.sum()),
+        nonfinite=bad,
+    )
+
+
 def most_confused(matrix: np.ndarray, k: int = 10) -> pd.DataFrame:
     """The ``k`` largest off-diagonal cells ``[true, pred, count, rate]``.
 
@@ -232,10 +389,21 @@ def order_ids(ids: Any, loss: Any) -> np.ndarray:
     return ids[np.lexsort((ids, key))]
 
 
+ANY_OTHER = -1
+"""``pred`` of a cell that stands for every wrong prediction of its true class."""
+
+
 def cell_ids(preds: pd.DataFrame, true: int, pred: int) -> np.ndarray:
-    """Ids of the samples of class ``true`` predicted as ``pred``, highest loss first."""
+    """Ids of the samples of class ``true`` predicted as ``pred``, highest loss first.
+
+    ``pred == ANY_OTHER`` (-1): the class's errors, whatever they were predicted as.
+    """
     _check_frame(preds, "cell_ids")
-    hit = (preds["label"].to_numpy() == int(true)) & (preds["pred"].to_numpy() == int(pred))
+    label, guess = preds["label"].to_numpy(), preds["pred"].to_numpy()
+    if int(pred) == ANY_OTHER:
+        hit = (label == int(true)) & (guess != int(true))
+    else:
+        hit = (label == int(true)) & (guess == int(pred))
     rows = preds[hit]
     loss = rows["loss"].to_numpy(dtype=np.float64) if "loss" in rows else np.full(len(rows), np.nan)
     return order_ids(rows["id"].to_numpy(dtype=np.int64), loss)

@@ -155,22 +155,32 @@ def _histograms_plan(w: W.Widget, steps: list[int], observed: set[str]) -> list[
 
 
 def _confusion_plan(w: W.Widget, steps: list[int], observed: set[str]) -> list[Group]:
-    evals = sorted({int(s) for s in w.eval_steps} | ({steps[0]} if steps else set()))
+    """Each split of the menu (the one shown first), each evaluation of any of them, each
+    cell a click can select."""
+    splits = [w.split] + [s for s in w.splits if s != w.split]
+    evals = {int(s) for s in w.eval_steps} | ({steps[0]} if steps else set())
+    for split in splits[1:]:
+        evals |= {int(s) for s in w._run.prediction_steps(split)}
+    walk = sorted(evals)
 
     def plan() -> Iterator[None]:
-        cells = _confusion_cells(w, evals)
-        for s in evals:
+        for split in splits:
             w.selected = []
-            w.step = s
-            yield
-            if w.eval_step < 0:
-                continue
-            for cell in cells:
-                w.selected = cell
+            w.split = split
+            cells = _confusion_cells(w, walk)
+            for s in walk:
+                w.selected = []
+                w.step = s
                 yield
+                if w.eval_step < 0:
+                    continue
+                for cell in cells:
+                    w.selected = cell
+                    yield
         w.selected = []
+        w.split = splits[0]
 
-    return [Group(w, "ConfusionMatrix", ["step", "selected"], plan, steps=evals)]
+    return [Group(w, "ConfusionMatrix", ["split", "step", "selected"], plan, steps=walk)]
 
 
 def _health_plan(w: W.Widget, steps: list[int], observed: set[str]) -> list[Group]:
@@ -238,13 +248,18 @@ def plan_groups(
 
 def _confusion_cells(w: W.Widget, evals: list[int]) -> list[list[int]]:
     """The cells a click can select: all of them for up to MAX_ALL_CELLS, else those
-    with samples at some evaluation (a selection survives a change of step)."""
+    with samples at some evaluation (a selection survives a change of step); for a
+    large label set, the listed pairs and classes (``[class, -1]``) of each evaluation."""
     n = len(w.class_names)
-    if n * n <= MAX_ALL_CELLS:
+    if w.mode == "matrix" and n * n <= MAX_ALL_CELLS:
         return [[t, p] for t in range(n) for p in range(n)]
     seen: set[tuple[int, int]] = set()
     for s in evals:
         w.step = s
+        if w.mode == "pairs":
+            seen.update((int(r["true"]), int(r["pred"])) for r in w.confused)
+            seen.update((int(r["class"]), -1) for r in w.class_errors)
+            continue
         counts = w.matrix.get("counts")
         if counts:
             m = array_from_payload(counts)
@@ -258,21 +273,28 @@ def _gallery_group(w: W.Widget) -> Group:
     group = Group(
         w,
         "SampleGallery",
-        ["step", "ids", "sort_by", "descending", "page"],
+        ["split", "step", "ids", "sort_by", "descending", "page"],
         lambda: plan(),
-        loose=["page"],
+        # with a split menu of its own, a new split brings its own ids
+        loose=["page", "ids"] if len(w.splits) > 1 else ["page"],
     )
-    group.contexts.append((int(w.step), list(w.ids)))
+    group.contexts.append((w.split, int(w.step), list(w.ids)))
+    start_split = w.split
+    for split in w.splits:  # a gallery with a menu of its own: every split's samples
+        if split != start_split:
+            w.split = split
+            group.contexts.append((split, int(w.step), list(w.ids)))
+    w.split = start_split
 
     def plan() -> Iterator[None]:
         start_sort, start_desc = w.sort_by, w.descending
-        for step, ids in list(group.contexts):
+        for split, step, ids in list(group.contexts):
             for sort_by, desc in [(start_sort, start_desc)] + [
                 (s, d)
                 for s, d in itertools.product(w.traits()["sort_by"].values, (True, False))
                 if (s, d) != (start_sort, start_desc)
             ]:
-                w.step, w.ids = step, ids
+                w.split, w.step, w.ids = split, step, ids
                 w.sort_by, w.descending = sort_by, desc
                 w.page = 0
                 yield
@@ -281,27 +303,30 @@ def _gallery_group(w: W.Widget) -> Group:
                         w.page = page
                         yield
         w.sort_by, w.descending = start_sort, start_desc
+        w.split = start_split
 
     return group
 
 
 def gallery_contexts(group: Group, recorded: list[Group], pool: Pool) -> None:
-    """Add the (step, ids) a gallery took in the other views' recorded answers."""
-    mid = group.owner.model_id
-    seen = {(s, tuple(i)) for s, i in group.contexts}
+    """Add the (split, step, ids) a gallery took in the other views' recorded answers."""
+    owner = group.owner
+    mid = owner.model_id
+    seen = {(sp, s, tuple(i)) for sp, s, i in group.contexts}
+
+    def taken(out: dict[tuple[str, str], int], trait: str, now: Any) -> Any:
+        return json.loads(pool.values[out[(mid, trait)]]) if (mid, trait) in out else now
+
     for g in recorded:
         if (mid, "ids") not in g.outputs:
             continue
         for _key, out in g.entries:
-            ids = json.loads(pool.values[out[(mid, "ids")]])
-            step = (
-                json.loads(pool.values[out[(mid, "step")]])
-                if (mid, "step") in out
-                else int(group.owner.step)
-            )
-            if ids and (int(step), tuple(ids)) not in seen:
-                seen.add((int(step), tuple(ids)))
-                group.contexts.append((int(step), [int(i) for i in ids]))
+            ids = taken(out, "ids", [])
+            step = int(taken(out, "step", int(owner.step)))
+            split = str(taken(out, "split", owner.split))
+            if ids and (split, step, tuple(ids)) not in seen:
+                seen.add((split, step, tuple(ids)))
+                group.contexts.append((split, step, [int(i) for i in ids]))
 
 
 # -- recording a tree --------------------------------------------------------------------------

@@ -155,7 +155,7 @@ class Group:
     entries: list[tuple[list[str], dict[tuple[str, str], int]]] = field(default_factory=list)
     outputs: list[tuple[str, str]] = field(default_factory=list)
     complete: bool = True
-    contexts: list[tuple[int, list[int]]] = field(default_factory=list)
+    contexts: list[tuple[str, int, list[int]]] = field(default_factory=list)
 
 
 class Recorder:

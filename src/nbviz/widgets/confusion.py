@@ -13,6 +13,18 @@ shows them in :attr:`ConfusionMatrix.gallery`, a :class:`SampleGallery`
 embedded under the matrix. The linked ``step`` picks the latest evaluation at
 or before it; a selection survives a change of step and its ids follow.
 
+Large label sets (more than :data:`MAX_MATRIX_CLASSES` classes: a vocabulary, a
+label space of thousands) are shown as lists instead of a matrix (``mode ==
+"pairs"``): the most confused ``(true, predicted)`` pairs with their counts, and the
+classes ranked by their errors (support, errors, error rate, what they are most
+mistaken for). Counting is sparse, so the cost follows the samples, not the
+square of the largest class index. A click on a pair selects it as a cell does; a
+click on a class selects ``[class, -1]``: its samples predicted as any other class.
+
+The view opens on a split that has predictions (``"val"``, else ``"test"``, else
+the first) and ``split`` switches it, from Python or the menu in the view; a
+selection survives the switch.
+
 Comparing two evaluations: set ``compare_step`` (or pick it in the view) and the
 matrix shows the change of each cell since that evaluation, and ``compare``
 counts the samples that flipped between the two: right then and wrong now
@@ -32,7 +44,8 @@ import traitlets
 
 from nbviz.analysis import metrics
 from nbviz.widgets.base import child_view
-from nbviz.widgets.checks import check_choice, check_int, check_split
+from nbviz.widgets.checks import check_choice, check_int
+from nbviz.widgets.confusion_lists import LIST_ROWS, class_error_rows, list_scores, pair_rows
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import (
@@ -43,13 +56,23 @@ from nbviz.widgets.live import (
     reacts_to,
     view_css,
 )
+from nbviz.widgets.splits import (
+    check_switch,
+    choose_split,
+    followed_split,
+    opening_split,
+    split_choices,
+)
 from nbviz.widgets.wire import array_trait_payload
 
 __all__ = ["ConfusionMatrix"]
 
 NORMALIZE = ("counts", "row", "column")
 FLIPS = ("", "to_wrong", "to_right")
+MODES = ("matrix", "pairs")
 MOST_CONFUSED = 10
+MAX_MATRIX_CLASSES = 100
+"""Past this many classes the view lists pairs and classes instead of drawing a matrix."""
 
 
 class ConfusionMatrix(LiveView):
@@ -60,7 +83,8 @@ class ConfusionMatrix(LiveView):
     run
         A run with predictions (``run.evaluate`` or ``run.log_predictions``).
     split
-        Which split's evaluations.
+        Which split's evaluations (default: ``"val"``, else ``"test"``, else the first
+        split with predictions); also switched in the view.
     step
         Linked step: the latest evaluation at or before it is shown (default: the latest).
     normalize
@@ -74,9 +98,14 @@ class ConfusionMatrix(LiveView):
 
     step = linked_step("Linked step; the evaluation shown is the latest at or before it.")
     split = traitlets.Unicode("val").tag(sync=True)
+    splits = split_choices("Splits with predictions (the menu's choices).")
+    mode = traitlets.Enum(
+        MODES, default_value="matrix", help="'matrix', or 'pairs' for a large label set."
+    ).tag(sync=True)
     normalize = traitlets.Enum(NORMALIZE, default_value="counts").tag(sync=True)
     selected = traitlets.List(
-        traitlets.Int(), help="The selected cell as [true, predicted], or empty."
+        traitlets.Int(),
+        help="The selected cell as [true, predicted] ([true, -1]: the class's errors), or empty.",
     ).tag(sync=True)
     selected_ids = traitlets.List(
         traitlets.Int(), help="Ids of the selected cell's samples, highest loss first."
@@ -97,7 +126,13 @@ class ConfusionMatrix(LiveView):
         "None when n is 0), "
         "nonfinite (samples whose logits were NaN/inf: no class, not in the matrix)."
     ).tag(sync=True)
-    confused = traitlets.List(help="Most-confused pairs: true, pred, count, rate.").tag(sync=True)
+    confused = traitlets.List(
+        help="Most-confused pairs: true, pred, count, rate, true_name, pred_name."
+    ).tag(sync=True)
+    class_errors = traitlets.List(
+        help="List mode: classes by errors: class, name, support, errors, error_rate, top_pred, "
+        "top_pred_name, top_count."
+    ).tag(sync=True)
     compare_step = traitlets.Int(
         -1, help="Compare with the latest evaluation at or before this step (-1: no comparison)."
     ).tag(sync=True)
@@ -112,7 +147,7 @@ class ConfusionMatrix(LiveView):
     def __init__(
         self,
         run: Any,
-        split: str = "val",
+        split: str | None = None,
         *,
         step: int | None = None,
         normalize: str = "counts",
@@ -121,21 +156,20 @@ class ConfusionMatrix(LiveView):
         **kwargs: Any,
     ) -> None:
         check_int("ConfusionMatrix", "compare_step", compare_step)
-        check_split("ConfusionMatrix", split)
         check_choice("ConfusionMatrix", "normalize", normalize, NORMALIZE)
-        splits = run.splits()
-        if splits and split not in splits:
-            raise ValueError(
-                f"ConfusionMatrix: no predictions for split {split!r} in {run.name}; "
-                f"splits with predictions: {', '.join(map(repr, splits))}"
-            )
+        self._split_chosen = split is None
+        if split is None:  # a split whose model predicted classes, if there is one
+            split = choose_split(run.class_splits()) or choose_split(run.splits()) or "val"
+        split = opening_split("ConfusionMatrix", split, run.splits(), run.name, "predictions")
         check_int("ConfusionMatrix", "step", step)
         super().__init__(**kwargs)
         self._run = run
         self._preds: pd.DataFrame | None = None
         self._flips: metrics.Flips | None = None
+        self._n_classes = 0
         with self._building([run], live):
             self._indexes[0].positions()  # so that the index notices new evaluations
+            self.splits = _menu(run, split)
             self.split = split
             self.normalize = normalize
             self.compare_step = -1 if compare_step is None else int(compare_step)
@@ -145,6 +179,7 @@ class ConfusionMatrix(LiveView):
             self.gallery = SampleGallery(
                 run, ids=[], split=split, step=self.step, live=False, page_size=24, sort_by="loss"
             )
+            self.gallery.splits = []  # the split is this view's: no menu of its own
             self.gallery.prompt = "Click a cell of the matrix to see its samples here."
             self._ready = True
             self._fill()
@@ -192,12 +227,27 @@ class ConfusionMatrix(LiveView):
             raise traitlets.TraitError(
                 f"ConfusionMatrix.selected must be [true, predicted] or [], got {value!r}"
             )
-        n = len(self.class_names)
-        if n and not all(0 <= int(v) < n for v in value):
+        n = self._n_classes
+        true, pred = (int(v) for v in value)
+        inside = (lambda c: 0 <= c < n) if n else (lambda c: c >= 0)
+        if not (inside(true) and (inside(pred) or pred == metrics.ANY_OTHER)):
+            where = f"the {n} classes (0..{n - 1})" if n else "the classes (>= 0)"
             raise traitlets.TraitError(
-                f"ConfusionMatrix.selected: {value!r} is outside the {n} classes (0..{n - 1})"
+                f"ConfusionMatrix.selected: {value!r} is outside {where}; "
+                "predicted -1 stands for any other class"
             )
-        return [int(v) for v in value]
+        return [true, pred]
+
+    @traitlets.validate("split")
+    def _check_split(self, proposal: Any) -> str:
+        return check_switch("ConfusionMatrix", proposal["value"], self.splits)
+
+    @reacts_to("split")
+    def _on_split(self, change: Any) -> None:
+        self._read_steps()
+        if self.gallery is not None:
+            self.gallery.split = self.split
+        self._fill()
 
     @reacts_to("step", "compare_step")
     def _on_step(self, change: Any) -> None:
@@ -235,7 +285,12 @@ class ConfusionMatrix(LiveView):
         return list(self.selected_ids)
 
     def _rebuild(self) -> None:
+        split = followed_split(self.split, self._run.class_splits(), self._split_chosen)
+        self.splits = _menu(self._run, split)
         before = self._steps
+        if split != self.split:
+            before = np.zeros(0, dtype=np.int64)  # the step goes to the new split's latest
+            self.split = split
         self._read_steps()
         self.step = followed_step(self.step, before, self._steps)
         self._fill()
@@ -244,21 +299,35 @@ class ConfusionMatrix(LiveView):
 
     def _fill(self) -> None:
         at = metrics.evaluation_at(self._steps, self.step)
+        names = self._run.class_names
         if at is None:
             self._preds = None
             self._flips = None
             self.eval_step = -1
             self.matrix, self.class_table, self.scores, self.confused = {}, [], {}, []
+            self.class_errors = []
             self.compare = {}
-            names = self._run.class_names
-            self.class_names = [str(n) for n in names] if names is not None else []
+            self._n_classes = len(names) if names is not None else 0
+            if names is not None and len(names) > MAX_MATRIX_CLASSES:
+                self.mode, self.class_names = "pairs", []
+            else:
+                self.class_names = [str(n) for n in names] if names is not None else []
             self._fill_selection()
             return
         preds = self._run.predictions(at, split=self.split)
-        names = self._run.class_names
         n = metrics.class_count(preds, names)
         self._preds = preds
+        self._n_classes = n
         self.eval_step = at
+        if n > MAX_MATRIX_CLASSES:
+            self._fill_lists(preds, names)
+        else:
+            self._fill_matrix(preds, names, n, at)
+        self._fill_compare(preds, n)
+        self._fill_selection()
+
+    def _fill_matrix(self, preds: pd.DataFrame, names: Any, n: int, at: int) -> None:
+        self.mode = "matrix"
         self.class_names = (
             [str(c) for c in names] if names is not None else [str(i) for i in range(n)]
         )
@@ -285,19 +354,20 @@ class ConfusionMatrix(LiveView):
             "weighted_f1": _score(s.weighted_f1),
             "nonfinite": s.nonfinite,
         }
-        self.confused = [
-            {
-                "true": int(r["true"]),
-                "pred": int(r["pred"]),
-                "count": int(r["count"]),
-                "rate": float(r["rate"]),
-            }
-            for r in metrics.most_confused(matrix, MOST_CONFUSED).to_dict("records")
-        ]
-        self._fill_compare(preds, matrix, n)
-        self._fill_selection()
+        top = metrics.most_confused(matrix, MOST_CONFUSED)
+        self.confused = pair_rows(top, self.class_names)
+        self.class_errors = []
 
-    def _fill_compare(self, preds: pd.DataFrame, matrix: np.ndarray, n: int) -> None:
+    def _fill_lists(self, preds: pd.DataFrame, names: Any) -> None:
+        """A label set too large for a matrix: ranked pairs and classes, counted sparsely."""
+        self.mode = "pairs"
+        self.class_names = []
+        self.matrix, self.class_table = {}, []
+        self.scores = list_scores(preds)
+        self.confused = pair_rows(metrics.top_confusions(preds, LIST_ROWS), names)
+        self.class_errors = class_error_rows(preds, names)
+
+    def _fill_compare(self, preds: pd.DataFrame, n: int) -> None:
         base = (
             metrics.evaluation_at(self._steps, self.compare_step)
             if self.compare_step >= 0 and len(self._steps)
@@ -310,14 +380,16 @@ class ConfusionMatrix(LiveView):
             return
         before = self._run.predictions(base, split=self.split)
         self._flips = metrics.flips(before, preds)
-        delta = matrix - metrics.confusion_matrix(before, n)
-        self.compare = {
+        compare: dict[str, Any] = {
             "step": base,
-            "delta": array_trait_payload(delta, dtype="<i4"),
             "to_wrong": len(self._flips.to_wrong),
             "to_right": len(self._flips.to_right),
             "common": self._flips.common,
         }
+        if self.mode == "matrix" and metrics.class_count(before) <= n:
+            delta = metrics.confusion_matrix(preds, n) - metrics.confusion_matrix(before, n)
+            compare["delta"] = array_trait_payload(delta, dtype="<i4")
+        self.compare = compare
 
     def _fill_selection(self) -> None:
         ids: list[int] = []
@@ -332,7 +404,9 @@ class ConfusionMatrix(LiveView):
             with gallery.hold_sync():
                 gallery.step = self.eval_step if self.eval_step >= 0 else self.step
                 gallery.ids = ids
-                if self.selected:
+                if self.selected and self.selected[1] == metrics.ANY_OTHER:
+                    gallery.prompt = "No errors of this class at this step."
+                elif self.selected:
                     gallery.prompt = "No samples in this cell at this step."
                 elif self.selected_flip:
                     gallery.prompt = "No samples flipped this way between the two evaluations."
@@ -348,6 +422,12 @@ class ConfusionMatrix(LiveView):
 
 def _score(value: float) -> float | None:
     return value if math.isfinite(value) else None
+
+
+def _menu(run: Any, split: str) -> list[str]:
+    """The splits the menu offers: those whose model predicted classes, and ``split``."""
+    splits = list(run.class_splits())
+    return splits if split in splits else [*splits, split]
 
 
 ConfusionMatrix._css = view_css(
@@ -389,5 +469,11 @@ ConfusionMatrix._css = view_css(
 .nbviz-cm-flips { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; }
 .nbviz-cm-flips button.nbviz-active { background: var(--jp-brand-color3, #bbdefb); }
 .nbviz-toolbar select { font: inherit; }
+.nbviz-confusion [hidden] { display: none !important; }
+.nbviz-cm-lists { display: flex; flex-direction: column; gap: 6px; max-width: 100%; }
+.nbviz-cm-lists-row { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+.nbviz-cm-caption { max-width: 760px; }
+.nbviz-cm-tablewrap.nbviz-cm-list { max-height: 420px; }
+.nbviz-cm-table tbody tr.nbviz-active { background: var(--jp-brand-color3, #bbdefb); }
 """
 )

@@ -157,6 +157,12 @@ class Dashboard(W.VBox):
             if "highlight_ids" in projector.trait_names():
                 W.dlink((confusion, "selected_ids"), (projector, "highlight_ids"))
 
+            def same_split(change: Any) -> None:  # the highlighted ids are that split's
+                if change["new"] in projector.splits:
+                    projector.split = change["new"]
+
+            confusion.observe(same_split, "split")
+
     @staticmethod
     def _section(attr: str, view: W.Widget) -> W.Widget:
         title = {

@@ -34,7 +34,7 @@ import pandas as pd
 import traitlets
 
 from nbviz.analysis.metrics import evaluation_at
-from nbviz.widgets.checks import check_choice, check_split, id_trait
+from nbviz.widgets.checks import check_choice, id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import (
     LiveView,
@@ -47,6 +47,7 @@ from nbviz.widgets.live import (
 from nbviz.widgets.outputs import SampleOutputs
 from nbviz.widgets.sample_detail import ClassProbabilities, activations_of, units_of
 from nbviz.widgets.samples import label_fields, prediction_fields, sample_payload
+from nbviz.widgets.splits import check_switch, followed_split, opening_split, split_choices
 
 __all__ = ["SampleGallery"]
 
@@ -80,7 +81,9 @@ class SampleGallery(LiveView):
         The sample ids to show, in this order; default: every logged sample of the split
         (or every id evaluated, when no samples are logged).
     split
-        Which split's samples and predictions.
+        Which split's samples and predictions (default: ``"val"``, else ``"test"``, else
+        the first split with samples or predictions); also switched in the view, where a
+        gallery of every sample then shows every sample of the new split.
     step
         Linked step: predictions come from the latest evaluation at or before it
         (default: the latest evaluation).
@@ -100,6 +103,10 @@ class SampleGallery(LiveView):
         sync=True
     )
     split = traitlets.Unicode("val").tag(sync=True)
+    splits = split_choices(
+        "Splits with samples or predictions (the menu's choices; empty in a view that "
+        "chooses the split for its gallery)."
+    )
     sort_by = traitlets.Enum(SORTS, default_value="given").tag(sync=True)
     sort_choices = traitlets.List(
         traitlets.Unicode(), list(SORTS), help="The orders that mean something for this split."
@@ -127,7 +134,7 @@ class SampleGallery(LiveView):
         self,
         run: Any,
         ids: Sequence[int] | None = None,
-        split: str = "val",
+        split: str | None = None,
         *,
         step: int | None = None,
         sort_by: str = "given",
@@ -137,21 +144,28 @@ class SampleGallery(LiveView):
         **kwargs: Any,
     ) -> None:
         check_choice("SampleGallery", "sort_by", sort_by, SORTS)
-        check_split("SampleGallery", split)
+        splits = sorted(set(run.splits()) | set(run.splits("samples")))
+        self._split_chosen = split is None
+        # ids given: the caller says what to show (a view's selection may be in any split)
+        known = splits if ids is None else []
+        split = opening_split("SampleGallery", split, known, run.name, "samples or predictions")
+        if splits and split not in splits:
+            splits = sorted({*splits, split})
         super().__init__(**kwargs)
         self._run = run
         self._frames: dict[int, pd.DataFrame] = {}
         self._probs = ClassProbabilities(run)
         self._outputs = SampleOutputs(run)
+        self._every_sample = ids is None
         with self._building([run], live):
+            self.splits = splits
             self.split = split
             self.page_size = page_size
             self.sort_by = sort_by
             self.descending = bool(descending)
             self._read_run()
             if ids is None:
-                stored = self._stored
-                self.ids = [int(i) for i in (stored if len(stored) else self._evaluated_ids())]
+                self.ids = self._every_id()
             else:
                 self.ids = _ids_list(ids, "SampleGallery")
             self.step = opening_step(step, self._steps)
@@ -171,6 +185,11 @@ class SampleGallery(LiveView):
         classes = self._run.predicts_classes(self.split)
         # without classes there is no confidence to sort by
         self.sort_choices = [s for s in SORTS if s != "confidence" or classes is not False]
+
+    def _every_id(self) -> list[int]:
+        """Every sample of the split: those logged, else those evaluated."""
+        stored = self._stored
+        return [int(i) for i in (stored if len(stored) else self._evaluated_ids())]
 
     def _evaluated_ids(self) -> np.ndarray:
         if not len(self._steps):
@@ -201,11 +220,21 @@ class SampleGallery(LiveView):
     def _check_page(self, proposal: Any) -> int:
         return max(0, int(proposal["value"]))
 
+    @traitlets.validate("split")
+    def _check_split(self, proposal: Any) -> str:
+        return check_switch("SampleGallery", proposal["value"], self.splits)
+
     @reacts_to("step", "ids", "sort_by", "descending", "page_size", "split")
     def _on_change(self, change: Any) -> None:
         if change["name"] == "split":
             self._frames.clear()
             self._read_run()
+            if self._every_sample:
+                self._ready = False  # one fill below, not one for the ids too
+                try:
+                    self.ids = self._every_id()
+                finally:
+                    self._ready = True
         if change["name"] in ("ids", "sort_by", "descending", "page_size", "split"):
             self.page = 0
         self._fill()
@@ -245,6 +274,11 @@ class SampleGallery(LiveView):
 
     def _rebuild(self) -> None:
         before = self._steps
+        if self._every_sample:
+            self.splits = sorted(set(self._run.splits()) | set(self._run.splits("samples")))
+            split = followed_split(self.split, self.splits, self._split_chosen)
+            if split != self.split:
+                self.split = split  # its samples, read by _on_change
         self._read_run()
         self.step = followed_step(self.step, before, self._steps)
         self._fill()

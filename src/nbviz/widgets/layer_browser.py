@@ -35,6 +35,7 @@ from nbviz.widgets.frontend import esm
 from nbviz.widgets.layer_detail import HistogramsAtStep, dead_map, stats_detail
 from nbviz.widgets.layer_table import layer_rows, recorded_layers, sparklines, values_at
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
+from nbviz.widgets.splits import choose_split
 from nbviz.widgets.unit_explorer import UnitExplorer
 from nbviz.widgets.wire import array_from_payload
 
@@ -102,10 +103,12 @@ class LayerBrowser(LiveView):
         run: Any,
         *,
         selected_layer: str = "",
-        split: str = "val",
+        split: str | None = None,
         live: bool = True,
         **kwargs: Any,
     ) -> None:
+        if split is None:  # the split whose evaluations recorded per-sample unit values
+            split = choose_split(run.splits("embeddings")) or "val"
         check_split("LayerBrowser", split)
         super().__init__(**kwargs)
         self._run = run

@@ -28,7 +28,7 @@ import traitlets
 
 from nbviz.analysis import projection as proj
 from nbviz.widgets.base import child_view
-from nbviz.widgets.checks import check_choice, check_int, check_split, id_trait
+from nbviz.widgets.checks import check_choice, check_int, id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import LiveView, linked_step, opening_step, reacts_to, view_css
@@ -39,6 +39,7 @@ from nbviz.widgets.projector_points import (
     prediction_frame,
 )
 from nbviz.widgets.samples import sample_payload
+from nbviz.widgets.splits import check_switch, followed_split, opening_split, split_choices
 from nbviz.widgets.wire import array_from_payload, array_trait_payload
 
 __all__ = ["COLOR_BY", "EmbeddingProjector"]
@@ -58,7 +59,9 @@ class EmbeddingProjector(LiveView):
     method
         ``"umap"`` (default), ``"tsne"`` or ``"pca"``; also chosen in the view.
     split, layer
-        Which embeddings (layer None: the first recorded for the split).
+        Which embeddings (split None: ``"val"``, else ``"test"``, else the first split
+        with embeddings; layer None: the first recorded for the split). The split is
+        also switched in the view.
     step
         Linked step: the latest embedding at or before it is shown (default: the latest).
     params
@@ -77,6 +80,7 @@ class EmbeddingProjector(LiveView):
 
     step = linked_step("Linked step; the latest embedding at or before it is shown.")
     split = traitlets.Unicode("val").tag(sync=True)
+    splits = split_choices("Splits with embeddings (the menu's choices).")
     layer = traitlets.Unicode("").tag(sync=True)
     layers = traitlets.List(traitlets.Unicode(), help="Layers with embeddings.").tag(sync=True)
     method = traitlets.Enum(proj.METHODS, default_value="umap").tag(sync=True)
@@ -114,7 +118,7 @@ class EmbeddingProjector(LiveView):
         run: Any,
         method: str = "umap",
         *,
-        split: str = "val",
+        split: str | None = None,
         layer: str | None = None,
         step: int | None = None,
         params: Mapping[str, Any] | None = None,
@@ -126,7 +130,9 @@ class EmbeddingProjector(LiveView):
         check_choice("EmbeddingProjector", "method", method, proj.METHODS)
         if color_by is not None:
             check_choice("EmbeddingProjector", "color_by", color_by, COLOR_BY)
-        check_split("EmbeddingProjector", split)
+        splits = _embedding_splits(run)
+        self._split_chosen = split is None
+        split = opening_split("EmbeddingProjector", split, splits, run.name, "embeddings")
         check_int("EmbeddingProjector", "step", step)
         resolved = proj.resolve_params(method, params)
         layers = run.embedding_layers(split, "embedding")
@@ -145,6 +151,7 @@ class EmbeddingProjector(LiveView):
         self._shown_key: tuple[Any, ...] | None = None
         self._auto_colour = color_by is None  # chosen once the points say what they have
         with self._building([run], live):
+            self.splits = splits
             self.split = split
             self.method = method
             self.params = resolved
@@ -317,8 +324,21 @@ class EmbeddingProjector(LiveView):
     def _on_change(self, change: Any) -> None:
         self._show()
 
+    @traitlets.validate("split")
+    def _check_split(self, proposal: Any) -> str:
+        return check_switch("EmbeddingProjector", proposal["value"], self.splits)
+
     @reacts_to("layer", "split")
     def _on_source(self, change: Any) -> None:
+        if change["name"] == "split":  # the layer of that split (the same name if it has one)
+            layers = self._run.embedding_layers(self.split, "embedding")
+            self._ready = False
+            try:
+                self.layers = list(layers)
+                if self.layer not in layers:
+                    self.layer = layers[0] if layers else ""
+            finally:
+                self._ready = True
         self._read_steps()
         self._shown_key = None
         if self.gallery is not None:
@@ -350,6 +370,7 @@ class EmbeddingProjector(LiveView):
             self.gallery = SampleGallery(
                 self._run, ids=[], split=self.split, live=False, sort_by="loss"
             )
+            self.gallery.splits = []  # the split is this view's: no menu of its own
         ids = list(self.selected_ids)
         frame = self._frame
         if frame is not None and len(ids) > 1 and frame["loss"].notna().any():
@@ -381,6 +402,10 @@ class EmbeddingProjector(LiveView):
 
     def _rebuild(self) -> None:
         """The run grew: new embeddings or predictions may have arrived."""
+        self.splits = _embedding_splits(self._run)
+        split = followed_split(self.split, self.splits, self._split_chosen)
+        if split != self.split:
+            self.split = split  # its layers and steps, read by _on_source
         layers = self._run.embedding_layers(self.split, "embedding")
         self.layers = list(layers)
         if not self.layer and layers:
@@ -433,6 +458,11 @@ def _points_note(layout: proj.Layout, shown: int, n_bad: int) -> str:
             "placed into that map"
         )
     return "; ".join(notes)
+
+
+def _embedding_splits(run: Any) -> list[str]:
+    """Splits with embeddings to project (not only per-unit summaries)."""
+    return [s for s in run.splits("embeddings") if run.embedding_layers(s, "embedding")]
 
 
 EmbeddingProjector._css = view_css(

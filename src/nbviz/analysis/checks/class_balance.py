@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from nbviz.analysis import metrics
 from nbviz.analysis.checks.finding import Finding, fmt, pct
 from nbviz.analysis.checks.mislabeled import training_splits
 
@@ -44,10 +43,12 @@ def _name(names: list[str] | None, c: int) -> str:
 def _recalls(run: Any, split: str, step: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-class recall (NaN where absent) and support at one evaluation."""
     preds = run.predictions(step, split=split)
-    matrix = metrics.confusion_matrix(preds, n)
-    support = matrix.sum(axis=1)
+    y = preds["label"].to_numpy(dtype=np.int64)
+    p = preds["pred"].to_numpy(dtype=np.int64)
+    support = np.bincount(y, minlength=n)[:n]
+    correct = np.bincount(y[y == p], minlength=n)[:n]
     with np.errstate(invalid="ignore", divide="ignore"):
-        recall = np.diag(matrix) / np.where(support > 0, support, np.nan)
+        recall = correct / np.where(support > 0, support, np.nan)
     return recall, support
 
 
@@ -151,9 +152,11 @@ def _minority_gap(run: Any, small: list[int], n: int) -> float | None:
         if not len(steps):
             continue
         recall, _ = _recalls(run, split, int(steps[-1]), n)
-        rest = [c for c in range(n) if c not in small and np.isfinite(recall[c])]
-        mine = [c for c in small if np.isfinite(recall[c])]
-        if rest and mine:
+        is_small = np.zeros(n, dtype=bool)
+        is_small[small] = True
+        rest = np.flatnonzero(~is_small & np.isfinite(recall))
+        mine = np.flatnonzero(is_small & np.isfinite(recall))
+        if len(rest) and len(mine):
             gaps.append(float(np.mean(recall[rest]) - np.mean(recall[mine])))
     return max(gaps) if gaps else None
 
@@ -170,12 +173,15 @@ def check_unlearned(run: Any) -> list[Finding]:
         n = n or _n_classes(run)
         history = [_recalls(run, split, int(s), n) for s in steps]
         recall_last, support = history[-1]
-        for c in range(n):
-            if support[c] < MIN_SUPPORT:
-                continue
-            ever = max(float(np.nan_to_num(r[c], nan=0.0)) for r, _ in history)
-            rest = [k for k in range(n) if k != c and np.isfinite(recall_last[k])]
-            learned = float(np.mean(recall_last[rest])) if rest else 0.0
+        best = np.max([np.nan_to_num(r, nan=0.0) for r, _ in history], axis=0)
+        finite = np.isfinite(recall_last)
+        finite_sum, finite_count = float(recall_last[finite].sum()), int(finite.sum())
+        for c in np.flatnonzero(support >= MIN_SUPPORT).tolist():
+            ever = float(best[c])
+            # the mean recall of the other classes (those evaluated)
+            rest = finite_count - int(finite[c])
+            rest_sum = finite_sum - (float(recall_last[c]) if finite[c] else 0.0)
+            learned = rest_sum / rest if rest else 0.0
             if ever > NEVER or learned < LEARNED:
                 continue
             findings.append(

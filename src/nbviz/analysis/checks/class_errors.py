@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from nbviz.analysis import metrics
 from nbviz.analysis.checks.finding import Finding, pct
@@ -41,14 +42,17 @@ WARN_ERROR_RATE = 0.5
 TOP_CONFUSED = 3
 
 
-def _flagged(matrix: np.ndarray) -> dict[int, dict[str, Any]]:
-    """Flagged classes of one confusion matrix, with their numbers."""
-    support = matrix.sum(axis=1)
-    errors = support - np.diag(matrix)
+def _flagged(counts: pd.DataFrame) -> dict[int, dict[str, Any]]:
+    """Flagged classes of one evaluation (its :func:`metrics.class_counts`), with their
+    numbers."""
+    classes = counts["class"].to_numpy()
+    support = counts["support"].to_numpy()
+    errors = support - counts["correct"].to_numpy()
     total, total_err = int(support.sum()), int(errors.sum())
     out = {}
-    for c in np.flatnonzero(support >= MIN_SUPPORT):
-        n_c, e_c = int(support[c]), int(errors[c])
+    for i in np.flatnonzero(support >= MIN_SUPPORT):
+        c = int(classes[i])
+        n_c, e_c = int(support[i]), int(errors[i])
         n_o, e_o = total - n_c, total_err - e_c
         if n_o <= 0:
             continue
@@ -79,23 +83,21 @@ def check(run: Any) -> list[Finding]:
         if len(steps) == 0:
             continue
         history = []
-        n = None
         for step in steps:
             preds = run.predictions(int(step), split=split)
             if len(preds) == 0:
                 history.append(({}, None))
                 continue
-            n = metrics.class_count(preds, class_names)
-            matrix = metrics.confusion_matrix(preds, n)
-            history.append((_flagged(matrix), matrix))
-        last, matrix = history[-1]
+            metrics.class_count(preds, class_names)  # refuses classes past the names
+            history.append((_flagged(metrics.class_counts(preds)), preds))
+        last, preds = history[-1]
         for c, numbers in sorted(last.items(), key=lambda kv: -kv[1]["error_rate"]):
             first = len(history) - 1
             while first > 0 and c in history[first - 1][0]:
                 first -= 1
             onset = int(steps[first])
             name = class_names[c] if class_names and c < len(class_names) else str(c)
-            confused = metrics.most_confused(matrix, k=matrix.size)
+            confused = metrics.top_confusions(preds, k=len(preds))
             confused = confused[confused["true"] == c].head(TOP_CONFUSED)
             with_ = [
                 {
