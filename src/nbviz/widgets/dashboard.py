@@ -19,6 +19,7 @@ first, takes the confusion matrix's place.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from importlib import import_module
@@ -314,7 +315,9 @@ class Dashboard(NbvizWidget):
         for link in self.__dict__.get("links", ()):
             link.close()
         for link in self.__dict__.get("_dlinks", ()):
-            link.unlink()
+            with contextlib.suppress(ValueError):  # unlinked already
+                link.unlink()
+        self.__dict__["links"], self.__dict__["_dlinks"] = [], []
         for view in self.__dict__.get("views", {}).values():
             view.close()
         scrubber = self._trait_values.get("scrubber")
