@@ -11,7 +11,8 @@ import { listen, save } from "./lib/model.js";
 import { showFailure } from "./lib/state.js";
 
 /**
- * @typedef {{title: string, view: string, wide?: boolean}} Panel
+ * @typedef {{title: string, view: string, min_width?: number | null}} Panel
+ *   min_width: the narrowest the view reads well at (px); none: the whole width
  * @typedef {{key: string, title: string, panels: Panel[]}} Section
  */
 
@@ -124,7 +125,10 @@ function render({ model, el: root }) {
       if (isOpen) {
         const panels = (s.panels ?? []).map((p) => {
           const id = childId(p.view);
-          return el("section", { class: ["nbviz-dash-panel", p.wide ? "nbviz-dash-wide" : ""] }, [
+          // views share a row where their narrowest widths fit, else each takes the row
+          const min = Number(p.min_width) > 0 ? Math.round(Number(p.min_width)) : 0;
+          const style = min ? { flex: `1 1 ${min}px` } : {};
+          return el("section", { class: "nbviz-dash-panel", style }, [
             el("h3", { class: "nbviz-dash-title", text: p.title }),
             id ? mount(id, p.title) : el("div", { text: "(no view)" }),
           ]);
@@ -153,6 +157,32 @@ function render({ model, el: root }) {
     pending.hidden = !wait;
   };
 
+  // The header sticks to the top of the visible area while the dashboard scrolls past
+  // it. CSS position: sticky cannot do it inside a notebook: the output area around
+  // the view sets overflow, which makes it the (non-scrolling) box sticky refers to.
+  // So the header is moved down by the distance the dashboard's top has scrolled out
+  // of the nearest box that really scrolls (the notebook, a scrolled output, the page).
+  let frame = 0;
+  const stick = () => {
+    frame = 0;
+    if (closed || !root.isConnected) return;
+    let top = 0;
+    for (let n = root.parentElement; n; n = n.parentElement) {
+      const overflow = getComputedStyle(n).overflowY;
+      if ((overflow === "auto" || overflow === "scroll") && n.scrollHeight > n.clientHeight + 1) {
+        top = Math.max(top, n.getBoundingClientRect().top);
+      }
+    }
+    const box = root.getBoundingClientRect();
+    const room = box.height - header.offsetHeight;
+    const shift = Math.min(Math.max(top - box.top, 0), Math.max(room, 0));
+    header.style.transform = shift > 0 ? `translateY(${shift}px)` : "";
+    header.classList.toggle("nbviz-dash-stuck", shift > 0);
+  };
+  const scheduleStick = () => {
+    if (!frame) frame = requestAnimationFrame(stick);
+  };
+
   const drawAll = () => {
     drawScrubber();
     drawTabs();
@@ -166,8 +196,11 @@ function render({ model, el: root }) {
     listen(model, ["sections", "tab"], () => {
       drawTabs();
       drawBody();
+      scheduleStick();
     }),
     listen(model, ["banner", "pending"], drawText),
+    on(document, "scroll", scheduleStick, { capture: true, passive: true }),
+    on(window, "resize", scheduleStick),
     // arrow keys on a tab move between tabs
     on(tabs, "keydown", (/** @type {KeyboardEvent} */ e) => {
       if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
@@ -184,6 +217,7 @@ function render({ model, el: root }) {
   ];
   return () => {
     closed = true;
+    if (frame) cancelAnimationFrame(frame);
     for (const stop of stops) stop();
     for (const id of [...mounted.keys()]) unmount(id);
   };

@@ -55,7 +55,7 @@ _VIEWS: tuple[tuple[str, str, str, str, dict[str, Any]], ...] = (
 )
 
 SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("overview", "Overview", ("loss_curves", "health")),
+    ("overview", "Overview", ("health", "loss_curves")),
     ("layers", "Layers", ("layers", "histograms")),
     ("predictions", "Predictions", ("confusion", "samples", "projector")),
     ("data", "Training data", ("data_map",)),
@@ -75,7 +75,19 @@ _TITLES = {
     "data_map": "Training data map",
     "profiler": "Where a step spends its time",
 }
-_WIDE = {"layers", "data_map", "profiler"}  # views that need the whole width
+# the narrowest each view reads well at (px): two views share a row where both fit,
+# else each takes the whole width; None: always the whole width
+_MIN_WIDTH: dict[str, int | None] = {
+    "loss_curves": 560,
+    "health": 360,
+    "layers": None,
+    "histograms": None,
+    "confusion": 400,
+    "samples": 400,
+    "projector": 400,
+    "data_map": None,
+    "profiler": None,
+}
 
 
 def _holds(run: Any, what: str) -> bool:
@@ -133,7 +145,7 @@ class Dashboard(NbvizWidget):
 
     scrubber = child_view(StepScrubber)
     sections = traitlets.List(
-        traitlets.Dict(), help="The tabs: key, title and panels (title, view, wide)."
+        traitlets.Dict(), help="The tabs: key, title and panels (title, view, min_width)."
     ).tag(sync=True, **W.widget_serialization)
     tab = traitlets.Unicode("overview", help="Key of the open tab.").tag(sync=True)
     banner = traitlets.Unicode("", help="A sentence about the run shown (e.g. replaced).").tag(
@@ -206,7 +218,7 @@ class Dashboard(NbvizWidget):
         sections = []
         for key, title, attrs in SECTIONS:
             panels = [
-                {"title": _TITLES[a], "view": self.views[a], "wide": a in _WIDE}
+                {"title": _TITLES[a], "view": self.views[a], "min_width": _MIN_WIDTH[a]}
                 for a in attrs
                 if a in self.views
             ]
@@ -341,9 +353,10 @@ class Dashboard(NbvizWidget):
 Dashboard._css = (
     NbvizWidget._css
     + """
-.nbviz-dash-header { position: sticky; top: 0; z-index: 20;
+.nbviz-dash-header { position: relative; z-index: 20;
   background: var(--jp-layout-color0, #fff); padding: 4px 0 2px 0;
   border-bottom: 1px solid var(--jp-border-color2, #e0e0e0); }
+.nbviz-dash-stuck { box-shadow: 0 2px 4px rgba(0, 0, 0, 0.15); }
 .nbviz-dash-tabs { display: flex; flex-wrap: wrap; gap: 2px; margin-top: 4px; }
 .nbviz-dash-tab { font: inherit; padding: 2px 12px; cursor: pointer; color: inherit;
   border: 1px solid var(--jp-border-color1, #bdbdbd); border-bottom: none;
@@ -354,10 +367,8 @@ Dashboard._css = (
   background: #fff3e0; }
 .nbviz-dash-pending { margin-top: 2px; color: var(--jp-ui-font-color2, #616161);
   font-style: italic; white-space: pre-line; }
-.nbviz-dash-grid { display: grid; gap: 10px 16px; align-items: start;
-  grid-template-columns: repeat(auto-fit, minmax(min(100%, 460px), 1fr)); }
-.nbviz-dash-panel { min-width: 0; }
-.nbviz-dash-wide { grid-column: 1 / -1; }
+.nbviz-dash-grid { display: flex; flex-wrap: wrap; gap: 10px 16px; align-items: flex-start; }
+.nbviz-dash-panel { flex: 1 1 100%; min-width: 0; }
 .nbviz-dash-title { font-size: 1em; font-weight: 600; margin: 8px 0 4px 0; }
 .nbviz-dash-view { min-width: 0; overflow-x: auto; }
 """
