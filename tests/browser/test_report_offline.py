@@ -85,6 +85,7 @@ def open_every_tab(page: Any, last: str = "overview") -> None:
 
 def test_report_opens_offline_with_every_view_drawn(offline: Offline, report_file: Path) -> None:
     page = offline.open(report_file)
+    page.set_viewport_size({"width": 1280, "height": 600})  # a laptop: the tabs are taller
     expect(page.locator(".nbviz-scrubber")).to_have_count(1)
     for key, selectors in TABS.items():
         open_tab(page, key)
@@ -96,11 +97,23 @@ def test_report_opens_offline_with_every_view_drawn(offline: Offline, report_fil
             assert box is not None and box["height"] > 20, f"{selector} is a blank box: {box}"
             assert view.inner_text().strip(), f"{selector} shows no text"
             expect(view.locator(".nbviz-message-error")).to_have_count(0)
-        # the scrubber stays in view above whichever tab is read
-        page.mouse.wheel(0, 5000)
-        header = page.locator(".nbviz-dash-header").bounding_box()
-        assert header is not None and -1 <= header["y"] <= 1, header
-        page.mouse.wheel(0, -5000)
+        # the scrubber stays in view above whichever tab is read: scrolled 150 px into it
+        page.evaluate(
+            """() => window.scrollBy(0, document.querySelector('.nbviz-dashboard')
+                .getBoundingClientRect().top + 150)"""
+        )
+        page.wait_for_function(
+            """() => Math.abs(document.querySelector('.nbviz-dash-header').getBoundingClientRect()
+                .top - Math.max(0, document.querySelector('.nbviz-dashboard')
+                .getBoundingClientRect().top)) <= 1"""
+        )
+        expect(page.locator(".nbviz-scrub-step")).to_be_in_viewport()
+        if key == "layers":  # the tallest: the page scrolled past the dashboard's top
+            top = page.evaluate(
+                "() => document.querySelector('.nbviz-dashboard').getBoundingClientRect().top"
+            )
+            assert top < -100, top
+        page.evaluate("() => window.scrollTo(0, 0)")
         if key == "overview":
             offline.page.screenshot(path=str(ARTIFACTS / "report-overview.png"))
     open_tab(page, "layers")
