@@ -76,7 +76,7 @@ def test_a_dashboard_made_before_the_first_capture_gains_its_views(nb, tmp_path)
     nb.run("early.ipynb", cells)
     page = nb.page
     dash = page.locator(".nbviz-dashboard")
-    expect(dash.locator(".nbviz-dash-pending")).to_contain_text("captures (Layers)")
+    expect(dash.locator(".nbviz-dash-pending")).to_contain_text("LayerBrowser: no captures")
     expect(dash.locator(".nbviz-dash-tab")).to_have_count(0)
     nb.screenshot("live-before-first-step")
     # training runs in the background while the page is watched
@@ -86,7 +86,7 @@ def test_a_dashboard_made_before_the_first_capture_gains_its_views(nb, tmp_path)
     expect(dash.locator(".nbviz-scrub-step")).to_have_text(
         re.compile(r"^step 29 · 30 of 30"), timeout=60_000
     )
-    expect(dash.locator(".nbviz-dash-pending")).not_to_contain_text("captures")
+    expect(dash.locator(".nbviz-dash-pending")).not_to_contain_text("no captures")
     dash.locator('.nbviz-dash-tab[data-key="layers"]').click()
     expect(dash.locator(".nbviz-layer-browser .nbviz-lb-row").first).to_be_visible()
     expect(dash.locator(".nbviz-lb-step")).to_have_text(re.compile(r"^step 29 "))
