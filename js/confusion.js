@@ -278,6 +278,8 @@ function render({ model, el: root }) {
     splits.stop,
     on(clearButton, "click", () => save(model, { selected: [], selected_flip: "" })),
     on(compareSelect, "change", () => save(model, { compare_step: Number(compareSelect.value) })),
+    // "no evaluation at or before step N" names the linked step: redraw when it moves
+    listen(model, ["step"], drawScores),
     listen(
       model,
       ["matrix", "mode", "split", "splits", "normalize", "selected", "selected_flip", "compare", "compare_step", "class_names", "class_table", "class_errors", "scores", "confused", "eval_step", "eval_steps", "empty", "error"],

@@ -10,6 +10,7 @@ import { el, fillSelect, on, select } from "./lib/dom.js";
 import { formatNumber } from "./lib/format.js";
 import { ObjectUrls } from "./lib/images.js";
 import { listen, save } from "./lib/model.js";
+import { UNANSWERED } from "./lib/offline.js";
 import { boxToData, colourAvailable, colourCodes, decodePoints, linearScale, pointSize, pointsInBox } from "./lib/points.js";
 import { boxSelect } from "./lib/projector/box_select.js";
 import { serialDraws } from "./lib/projector/draws.js";
@@ -256,7 +257,10 @@ function render({ model, el: root }) {
     const shown = model.get("shown_method");
     const wanted = model.get("method");
     const step = model.get("shown_step");
-    stepText.textContent = step >= 0 ? `step ${step}` : "";
+    const at = Number(model.get("step"));
+    // before the first embedding the first one is shown: say so, as the other views do
+    stepText.textContent =
+      step < 0 ? "" : step > at ? `step ${step}: the first embedding (none at or before step ${at})` : `step ${step}`;
     const progress = model.get("progress");
     const status = model.get("status");
     bar.style.display = progress < 1 ? "" : "none";
@@ -398,13 +402,31 @@ function render({ model, el: root }) {
       schedule();
     }),
     listen(model, ["color_by", "highlight", "filter_class", "empty", "error"], schedule),
-    listen(model, ["progress", "status", "note", "method", "shown_method", "class_names"], updateText),
+    listen(model, ["progress", "status", "note", "method", "shown_method", "shown_step", "step", "class_names"], updateText),
     listen(model, ["selection"], applySelection),
     listen(model, ["hover_sample"], showSample),
     listen(model, ["split", "splits"], splits.draw),
     splits.stop,
   ];
+  // a saved page has no kernel to list the samples of a box or lasso selection: say so
+  // where they would appear
+  const unanswered = (/** @type {string[]} */ names) => {
+    if (!names.includes("picked")) return;
+    const n = indicesOf("picked").length;
+    if (!n) {
+      void gallery.refresh();
+      return;
+    }
+    message(
+      galleryHost,
+      `The samples of the ${n.toLocaleString()} selected points need a live kernel: this saved page ` +
+        "holds the samples of each confusion-matrix cell (click one), not those of a box or lasso selection.",
+      { kind: "warning" },
+    );
+  };
+  model.on(UNANSWERED, unanswered);
   return () => {
+    model.off(UNANSWERED, unanswered);
     for (const stop of stops) stop();
     schedule.cancel();
     requestSample.cancel();

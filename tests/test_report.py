@@ -91,13 +91,26 @@ def test_report_holds_every_view_of_the_dashboard(report: tuple[Any, str]) -> No
         assert m["esm"] in data["assets"], f"{cls}: its front-end is not in the page"
         assert cls in info.views
     root = next(m for m in data["models"] if m["id"] == data["root"])
-    assert root["name"] == "VBoxModel"
+    assert root["cls"] == "Dashboard" and root["esm"] in data["assets"]
     # the scrubber's step reaches every view with a step, as jslink does in a notebook
     scrubber = model_of(data, "StepScrubber")["id"]
     linked = {link["target"][0] for link in data["links"] if link["source"] == [scrubber, "step"]}
     for cls in ["LossCurves", "LayerBrowser", "Histograms", "ConfusionMatrix", "HealthReport"]:
         assert model_of(data, cls)["id"] in linked, cls
     assert any("recorded steps are stored" in note for note in info.notes)
+
+
+def test_a_selected_cell_has_an_answer_before_the_first_evaluation(
+    report: tuple[Any, str],
+) -> None:
+    _, text = report
+    data = page_data(text)
+    confusion = model_of(data, "ConfusionMatrix")["id"]
+    group = next(g for g in data["groups"] if g["owner"] == confusion)
+    assert group["inputs"] == ["step", "selected"]
+    first = str(group["steps"][0])
+    cells = {key[1] for key in (e["key"] for e in group["entries"]) if key[0] == first}
+    assert "[0,1]" in cells and "[]" in cells  # moving the scrubber there keeps a selection
 
 
 def test_recorded_answers_are_what_the_kernel_sends(report: tuple[Any, str], demo_run) -> None:

@@ -66,6 +66,12 @@ export function reviveValue(value, buffer) {
   return value;
 }
 
+/**
+ * The event a model of a saved page emits, with the trait names, when the view changed
+ * something only a live kernel answers: the view can say so where the answer would be.
+ */
+export const UNANSWERED = "nbviz:unanswered";
+
 /** Largest index i with sorted[i] <= x, else 0 (the first recorded value). */
 export const snapDown = snapIndex;
 
@@ -125,11 +131,21 @@ export class OfflineModel {
 
   /** Set a trait as the kernel would (no echo back); true when it changed. */
   update(/** @type {string} */ name, /** @type {any} */ value) {
-    if (sameValue(this.attrs[name], value)) return false;
-    this.attrs[name] = value;
-    this.emit(`change:${name}`, this, value);
-    this.emit("change", this);
-    return true;
+    return this.updateMany({ [name]: value }).length > 0;
+  }
+
+  /**
+   * Set several traits as one message from the kernel does: every value first, then
+   * the change events, so a view reacting to one reads the others' new values too.
+   * @param {Record<string, any>} values
+   * @returns {string[]} the names that changed
+   */
+  updateMany(values) {
+    const changed = Object.keys(values).filter((name) => !sameValue(this.attrs[name], values[name]));
+    for (const name of changed) this.attrs[name] = values[name];
+    for (const name of changed) this.emit(`change:${name}`, this, values[name]);
+    if (changed.length) this.emit("change", this);
+    return changed;
   }
 
   save_changes() {
@@ -287,6 +303,8 @@ export class Runtime {
     if (live.length) {
       const label = spec && spec.cls ? spec.cls : "a view";
       this.notice(`${label}: changing ${live.join(", ")} needs a live kernel; the view keeps what it showed.`);
+      // the view itself can say so where the answer would have appeared
+      model.emit(UNANSWERED, live);
     }
     for (const group of this.groups.get(model.model_id) ?? []) {
       const touched = group.inputs.filter((n) => names.has(n));
@@ -297,10 +315,17 @@ export class Runtime {
         this.notice(`${group.label}: ${what} was not recorded in this page; the view keeps what it showed.`);
         continue;
       }
+      // one message per model, as the kernel sends them (hold_sync)
+      /** @type {Map<OfflineModel, Record<string, any>>} */
+      const byModel = new Map();
       group.outputs.forEach(([id, trait], k) => {
         const target = this.models.get(id);
-        if (target) target.update(trait, this.value(entry.out[k]));
+        if (!target) return;
+        const values = byModel.get(target) ?? {};
+        values[trait] = this.value(entry.out[k]);
+        byModel.set(target, values);
       });
+      for (const [target, values] of byModel) target.updateMany(values);
       // inputs Python rewrote (e.g. the layer after a change of signal); never the step
       group.inputs.forEach((n, k) => {
         if (n === "step") return;

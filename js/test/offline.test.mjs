@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Runtime, reviveValue, sameValue, snapDown } from "../lib/offline.js";
+import { Runtime, UNANSWERED, reviveValue, sameValue, snapDown } from "../lib/offline.js";
 
 // A page with a scrubber linked to a view; the view's answers to a change of step
 // (and of a selected layer) are recorded for steps 0 and 10 only.
@@ -101,6 +101,39 @@ describe("offline runtime", () => {
     const rt = new Runtime(page(), { notice: (t) => notices.push(t) });
     rt.model("v").send({ type: "window", lo: 0, hi: 5 });
     assert.match(notices[0], /\(window\).*live kernel/);
+  });
+
+  it("applies an answer's traits together: a view reacting to one reads the others' new values", async () => {
+    const data = page();
+    data.values.push("label 0", "label 10");
+    data.models[1].state.label = 10;
+    data.groups[0].outputs = [["v", "text"], ["v", "label"]];
+    data.groups[0].entries = [
+      { key: ['""', "0"], out: [4, 9] },
+      { key: ['""', "10"], out: [5, 10] },
+    ];
+    const rt = new Runtime(data);
+    const v = rt.model("v");
+    const seen = [];
+    // like a view that redraws on one trait and reads another (the projector's step label)
+    v.on("change:text", () => seen.push([v.get("text"), v.get("label")]));
+    rt.model("s").set("step", 0);
+    rt.model("s").save_changes();
+    await Promise.resolve();
+    assert.deepEqual(seen, [["at 0", "label 0"]]);
+  });
+
+  it("tells the model when a change needs a live kernel, so the view can say so in place", async () => {
+    const data = page();
+    data.models[1].live_only = ["picked"];
+    const rt = new Runtime(data);
+    const v = rt.model("v");
+    const told = [];
+    v.on(UNANSWERED, (names) => told.push(names));
+    v.set("picked", [1, 2]);
+    v.save_changes();
+    await Promise.resolve();
+    assert.deepEqual(told, [["picked"]]);
   });
 
   it("refuses data of another version", () => {

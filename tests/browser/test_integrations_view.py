@@ -35,11 +35,13 @@ def test_dashboard_of_a_trainer_run_shows_layers_losses_and_the_confusion_matrix
         ],
     )
     page = nb.page
-    layers = page.locator(".nbviz-layer-browser")
-    expect(layers.locator(".nbviz-lb-row", has_text="classifier").first).to_be_visible()
     losses = page.locator('.nbviz-lc-panel[data-stem="loss"]')
     expect(losses.locator("canvas")).to_have_count(1)
     expect(losses.locator(".nbviz-lc-readout")).to_have_text(re.compile(r"^step 24: "))
+    page.locator('.nbviz-dash-tab[data-key="layers"]').click()
+    layers = page.locator(".nbviz-layer-browser")
+    expect(layers.locator(".nbviz-lb-row", has_text="classifier").first).to_be_visible()
+    page.locator('.nbviz-dash-tab[data-key="predictions"]').click()
     confusion = page.locator(".nbviz-confusion")
     expect(confusion.locator("canvas.nbviz-cm-canvas")).to_have_count(1)
     expect(confusion.locator(".nbviz-cm-rowlabel")).to_have_text(["negative", "positive"])

@@ -38,6 +38,8 @@ def test_an_autoencoder_in_the_dashboard_shows_losses_reconstructions_and_projec
     )
     # the losses: the training loss and the evaluations' val_loss
     expect(dash.locator(".nbviz-loss-curves")).to_contain_text("val_loss")
+    # the samples by loss and the projector share the Predictions tab
+    dash.locator('.nbviz-dash-tab[data-key="predictions"]').click()
 
     # the gallery: highest loss first, each reconstruction beside its input
     gallery = dash.locator(".nbviz-gallery").first
@@ -94,6 +96,7 @@ def test_an_autoencoder_in_the_dashboard_shows_losses_reconstructions_and_projec
     nb.screenshot("autoencoder-dashboard")
     notes = dash.locator(".nbviz-dashboard-notes")
     notes.scroll_into_view_if_needed()
+    dash.locator('.nbviz-dash-tab[data-key="overview"]').click()
     dash.locator(".nbviz-loss-curves").scroll_into_view_if_needed()
     nb.screenshot("autoencoder-dashboard-top")
     notes.scroll_into_view_if_needed()

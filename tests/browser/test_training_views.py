@@ -101,6 +101,12 @@ def test_dashboard_scrubber_moves_every_view(nb, demo_run_path: Path) -> None:
     )
     page = nb.page
     expect(page.locator(".nbviz-scrubber")).to_have_count(1)
+    # the overview tab opens first: losses beside findings
+    expect(page.locator(".nbviz-dash-tab-open")).to_have_text("Overview")
+    expect(page.locator(".nbviz-loss-curves canvas").first).to_be_visible()
+    nb.screenshot("dashboard-overview")
+    page.locator('.nbviz-dash-tab[data-key="layers"]').click()
+    nb.wait_kernel("dash.tab", "'layers'")
     expect(page.locator(".nbviz-layer-browser .nbviz-lb-row").first).to_be_visible()
     page.locator(".nbviz-scrub-first").click()
     for view in ("loss_curves", "layers", "histograms"):
@@ -141,15 +147,19 @@ def test_clicking_a_finding_moves_the_dashboard_and_opens_the_layer(nb, tmp_path
     page = nb.page
     finding = page.locator('.nbviz-hr-item[data-check="dead_units"]').first
     expect(finding).to_contain_text("act1")
-    expect(page.locator('.nbviz-lb-row[data-layer="act1"] .nbviz-badge-error')).to_have_count(1)
+    expect(finding.locator(":scope > .nbviz-hr-evidence")).to_be_hidden()
     finding.click()
     nb.wait_kernel("dash.scrubber.step", "0")
     nb.wait_kernel("dash.layers.selected_layer", "'act1'")
     expect(page.locator(".nbviz-scrub-step")).to_contain_text("step 0")
+    nb.screenshot("health-report")
+    # the finding opened its layer: the Layers tab shows it, with its badge
+    expect(page.locator(".nbviz-dash-tab-open")).to_have_text("Layers")
+    expect(page.locator('.nbviz-lb-row[data-layer="act1"] .nbviz-badge-error')).to_have_count(1)
+    page.locator('.nbviz-dash-tab[data-key="overview"]').click()
     expect(
         finding.locator(":scope > .nbviz-hr-evidence")
     ).to_be_visible()  # its own, not a consequence's
-    nb.screenshot("health-report")
 
 
 def test_every_view_of_an_empty_run_shows_a_message_not_a_blank_box(nb, tmp_path: Path) -> None:

@@ -266,6 +266,8 @@ class ReaderBase(Closing):
                 f"no nbviz run at {self.run_dir}: the directory has no {DB_NAME}"
             )
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)  # notified when no read is running
+        self._reading = 0  # reads running now, in any thread (close waits for them)
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._closed = False
@@ -303,13 +305,27 @@ class ReaderBase(Closing):
         params: Sequence[Any] | dict[str, Any],
         fetch: Callable[[sqlite3.Cursor], Any],
     ) -> Any:
-        """Run ``sql`` and ``fetch`` its rows; a damaged file's error becomes a RunFileError."""
+        """Run ``sql`` and ``fetch`` its rows; a damaged file's error becomes a RunFileError.
+
+        The read is counted while it runs: :meth:`close` from another thread (a
+        notebook closing the run while a view refreshes from it) waits for it
+        instead of closing the connection under it.
+        """
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"Reader of run at {self.run_dir} is closed")
+            self._reading += 1
         try:
             return fetch(self._conn().execute(sql, params))
         except sqlite3.ProgrammingError:
             raise
         except sqlite3.DatabaseError as exc:
             raise from_sqlite_error(self._file, exc, "reading the run") from exc
+        finally:
+            with self._lock:
+                self._reading -= 1
+                if not self._reading:
+                    self._idle.notify_all()
 
     def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         return self._fetch(sql, params, sqlite3.Cursor.fetchall)
@@ -322,9 +338,17 @@ class ReaderBase(Closing):
         return self._fetch(sql, params, sqlite3.Cursor.fetchone)
 
     def close(self) -> None:
-        """Close every connection this Reader opened (idempotent)."""
+        """Close every connection this Reader opened (idempotent).
+
+        Reads running in other threads finish first (past a few seconds they are
+        interrupted): a connection closed under a running statement would crash.
+        """
         with self._lock:
             self._closed = True
+            if self._reading and not self._idle.wait_for(lambda: not self._reading, 5.0):
+                for conn in self._conns:
+                    conn.interrupt()
+                self._idle.wait_for(lambda: not self._reading, 5.0)
             conns, self._conns = self._conns, []
         for conn in conns:
             conn.close()

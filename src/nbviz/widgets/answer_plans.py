@@ -172,8 +172,8 @@ def _confusion_plan(w: W.Widget, steps: list[int], observed: set[str]) -> list[G
                 w.selected = []
                 w.step = s
                 yield
-                if w.eval_step < 0:
-                    continue
+                # before the first evaluation too: a selection kept while the scrubber moves
+                # there must find its answer (an empty matrix), or the view would stay behind
                 for cell in cells:
                     w.selected = cell
                     yield

@@ -78,7 +78,7 @@ body {{ margin: 0; padding: 16px 24px; background: #fff; color: #1f1f1f;
 <h1>{title}</h1>
 <p class="nbviz-report-meta">{meta}</p>
 {summary}
-<details class="nbviz-report-about" open><summary>What this page holds</summary>
+<details class="nbviz-report-about"><summary>What this page holds</summary>
 <ul class="nbviz-report-notes">{notes}</ul></details>
 </header>
 <div class="nbviz-report-status" id="nbviz-report-status" hidden></div>

@@ -80,7 +80,8 @@ class StepScrubber(LiveView):
     def _rebuild(self) -> None:
         index = self._indexes[0]
         old = self._positions
-        at_end = len(old) > 0 and self.step >= int(old[-1])
+        # on the newest step, or none yet (a scrubber made before the first step): follow
+        at_end = len(old) == 0 or self.step >= int(old[-1])
         self._positions = index.positions()
         n = len(self._positions)
         self.positions = steps_payload(self._positions)
