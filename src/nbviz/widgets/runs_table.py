@@ -11,10 +11,9 @@ overlaid ``LossCurves``'s ``highlight`` to see that run's curves in front
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,7 @@ from nbviz.widgets.checks import check_known
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, view_css
 from nbviz.widgets.loss_curves import _unique_names, split_name
+from nbviz.widgets.run_groups import flatten_config
 
 __all__ = ["RunsTable", "better", "flatten_config", "summarise"]
 
@@ -34,23 +34,6 @@ def better(name: str) -> str:
     """``"max"`` when a larger ``name`` is better (accuracy and other scores), else ``"min"``."""
     stem, _ = split_name(name)
     return "max" if _SCORE.search(stem) else "min"
-
-
-def flatten_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as dotted keys (``{"opt": {"lr": 1}}`` -> ``{"opt.lr": 1}``).
-
-    Values that are not a number, string, bool or None are shown as JSON text.
-    """
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(flatten_config(value, name + "."))
-        elif value is None or isinstance(value, (bool, int, float, str)):
-            out[name] = value
-        else:
-            out[name] = json.dumps(value, default=str)
-    return out
 
 
 def _number(value: float) -> float | None:
