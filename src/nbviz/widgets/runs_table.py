@@ -7,6 +7,18 @@ read as a score (accuracy, F1, precision, recall, AUC, IoU, ...), where it is
 the maximum. Clicking a row sets ``selected`` (a run name); link it to an
 overlaid ``LossCurves``'s ``highlight`` to see that run's curves in front
 (``Dashboard`` and ``RunsTable.link`` do this).
+
+Many runs (a sweep of a hundred): above the table, a parallel-coordinates view
+draws each run as a line across one axis per varying config key and one for a
+chosen ``metric``; dragging along an axis brushes a range (``brushes``), the
+menus filter by config values (``filters``), and the runs passing both are
+``selected_runs``. ``link(curves)`` makes a LossCurves draw exactly those, so a
+table and curves compose without a Dashboard::
+
+    runs = nbviz.open_runs("runs/")
+    curves = nbviz.LossCurves(runs, group_by="optimizer")
+    table = nbviz.RunsTable(runs).link(curves)
+    ipywidgets.VBox([table, curves])
 """
 
 from __future__ import annotations
@@ -21,9 +33,10 @@ import traitlets
 
 from nbviz.widgets.checks import check_known
 from nbviz.widgets.frontend import esm
-from nbviz.widgets.live import LiveView, view_css
+from nbviz.widgets.live import LiveView, reacts_to, view_css
 from nbviz.widgets.loss_curves import _unique_names, split_name
 from nbviz.widgets.run_groups import flatten_config
+from nbviz.widgets.run_selection import axes_of, passes
 
 __all__ = ["RunsTable", "better", "flatten_config", "summarise"]
 
@@ -72,8 +85,16 @@ class RunsTable(LiveView):
     live
         Follow the runs while they grow.
 
+    metric
+        The column on the parallel coordinates' last axis (default: the best
+        validation loss, or the first metric); also chosen in the view.
+
     Traits: ``selected`` (the clicked run's name, "" for none), ``sort_by``
-    (a column key) and ``descending``.
+    (a column key), ``descending``, ``metric``, ``filters`` (config column key
+    -> the value texts kept), ``brushes`` (axis key -> ``[lo, hi]``) and
+    ``selected_runs`` (the runs passing both; empty when neither is set).
+    ``data()`` is the table as a DataFrame, ``figure()`` a bqplot scatter of a
+    config key against the metric.
     """
 
     _esm = esm("runs_table")
@@ -87,14 +108,27 @@ class RunsTable(LiveView):
         "", help="Column key the rows are sorted by; '' keeps run order."
     ).tag(sync=True)
     descending = traitlets.Bool(False).tag(sync=True)
+    metric = traitlets.Unicode("", help="Column key on the last parallel axis.").tag(sync=True)
+    axes = traitlets.List(traitlets.Dict(), help="The parallel axes.").tag(sync=True)
+    coords = traitlets.List(traitlets.Dict(), help="Each row's coordinate on each axis.").tag(
+        sync=True
+    )
+    filters = traitlets.Dict(help="Config column key -> value texts kept.").tag(sync=True)
+    brushes = traitlets.Dict(help="Axis key -> [lo, hi] of coordinates kept.").tag(sync=True)
+    selected_runs = traitlets.List(
+        traitlets.Unicode(), help="Runs passing the filters and brushes; empty: no selection."
+    ).tag(sync=True)
 
-    def __init__(self, runs: Sequence[Any], *, live: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self, runs: Sequence[Any], *, live: bool = True, metric: str = "", **kwargs: Any
+    ) -> None:
         runs = list(runs) if isinstance(runs, (list, tuple)) else [runs]
         if not runs:
             raise ValueError("RunsTable: no runs given; pass a list of runs")
         super().__init__(**kwargs)
         self._runs = runs
         self._names = _unique_names(runs)
+        self._metric_asked = metric
         with self._building(runs, live):
             self._rebuild()
 
@@ -113,10 +147,100 @@ class RunsTable(LiveView):
             return key
         return check_known(key, keys, f"RunsTable.sort_by: no column {key!r}", "columns: ")
 
+    @traitlets.validate("metric")
+    def _check_metric(self, proposal: Any) -> str:
+        key = proposal["value"]
+        keys = [c["key"] for c in self.columns if c["kind"] in ("final", "best")]
+        if not keys or key == "":
+            return key
+        return check_known(key, keys, f"RunsTable.metric: no metric column {key!r}", "columns: ")
+
+    @traitlets.validate("selected_runs")
+    def _check_selected_runs(self, proposal: Any) -> list[str]:
+        names = list(proposal["value"])
+        for name in names:
+            check_known(
+                name, self._names, f"RunsTable.selected_runs: no run named {name!r}", "runs: "
+            )
+        return names
+
+    @traitlets.validate("brushes")
+    def _check_brushes(self, proposal: Any) -> dict[str, list[float]]:
+        out = {}
+        known = [a["key"] for a in self.axes]
+        for key, span in dict(proposal["value"]).items():
+            check_known(key, known, f"RunsTable.brushes: no axis {key!r}", "axes: ")
+            try:
+                lo, hi = (float(v) for v in span)
+            except (TypeError, ValueError):
+                raise traitlets.TraitError(
+                    f"RunsTable.brushes[{key!r}] must be [lo, hi] numbers, got {span!r:.60}"
+                ) from None
+            out[key] = [min(lo, hi), max(lo, hi)]
+        return out
+
+    @reacts_to("metric")
+    def _metric_changed(self, change: Any) -> None:
+        self._rebuild()
+
+    @reacts_to("filters", "brushes")
+    def _selection_changed(self, change: Any) -> None:
+        self._select()
+
+    def _set_axes(self, config_keys: list[str]) -> None:
+        metrics = {c["key"]: c for c in self.columns if c["kind"] in ("final", "best")}
+        if self.metric not in metrics:
+            asked = self._metric_asked
+            if asked and asked not in metrics:
+                raise ValueError(
+                    f"RunsTable: no metric column {asked!r}; columns: {', '.join(metrics)}"
+                )
+            self.metric = asked or _default_metric(self.columns)
+        axes, self._coords = axes_of(self.rows, config_keys, metrics.get(self.metric))
+        known = {a["key"] for a in axes}
+        self.axes = axes
+        self.coords = self._coords
+        self.brushes = {k: v for k, v in self.brushes.items() if k in known}
+        self.filters = {k: v for k, v in self.filters.items() if f"{k}" in known}
+        self._select()
+
+    def _select(self) -> None:
+        if not self.filters and not self.brushes:
+            self.selected_runs = []
+            return
+        self.selected_runs = [
+            row["name"]
+            for row, coords in zip(self.rows, self._coords)
+            if passes(row["cells"], coords, self.filters, self.brushes)
+        ]
+
     def link(self, curves: Any) -> RunsTable:
-        """Highlight the selected run in ``curves`` (a LossCurves of the same runs)."""
+        """Make ``curves`` (a LossCurves of the same runs) draw the selected runs and
+        emphasise the clicked one: a plain traitlets link, no Dashboard needed."""
         traitlets.dlink((self, "selected"), (curves, "highlight"))
+        traitlets.dlink((self, "selected_runs"), (curves, "selected_runs"))
         return self
+
+    def data(self) -> Any:
+        """The table as a DataFrame: ``run``, the config keys, each ``final``/``best``
+        metric, and ``selected`` (in ``selected_runs``)."""
+        import pandas as pd
+
+        chosen = set(self.selected_runs)
+        labels = {c["key"]: c["label"] for c in self.columns}
+        frame = pd.DataFrame(
+            [{labels[k]: row["cells"].get(k) for k in labels} for row in self.rows],
+            columns=list(labels.values()),
+        )
+        frame["selected"] = [row["name"] in chosen for row in self.rows]
+        return frame
+
+    def figure(self, x: str | None = None) -> Any:
+        """A bqplot Figure: config key ``x`` (default: the first numeric axis) against
+        the metric, one point per run, the selected runs in colour."""
+        from nbviz.widgets.runs_figure import runs_figure
+
+        return runs_figure(self, x)
 
     def _rebuild(self) -> None:
         configs = [flatten_config(run.config) for run in self._runs]
@@ -159,6 +283,7 @@ class RunsTable(LiveView):
             rows.append({"name": run_name, "cells": cells, "steps": steps, "nonfinite": flags})
         self.columns = columns
         self.rows = rows
+        self._set_axes(config_keys)
         if not names and not config_keys:
             self.empty = (
                 "These runs have no configuration and no scalars yet: pass "
@@ -166,6 +291,15 @@ class RunsTable(LiveView):
             )
         else:
             self.empty = ""
+
+
+def _default_metric(columns: list[dict[str, Any]]) -> str:
+    best = [c["key"] for c in columns if c["kind"] == "best"]
+    for key in best:
+        stem, split = split_name(key.partition(":")[2])
+        if "loss" in stem.lower() and split in ("val", "valid", "validation", "test", "eval"):
+            return key
+    return best[0] if best else ""
 
 
 def _metric_order(name: str) -> tuple[int, str, str]:
