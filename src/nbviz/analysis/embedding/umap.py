@@ -1,7 +1,9 @@
 """UMAP by umap-learn, fitted on a sample and the other points placed by ``UMAP.transform``.
 
-umap-learn is imported on first use only (its import and JIT take 20-35 s in
-a fresh process). It reports its epochs only through tqdm
+umap-learn is imported on first use only (its import and JIT take a minute in
+a fresh process, seconds once its compiled code is cached: see
+:mod:`~nbviz.analysis.embedding.jit_cache`, whose note the first fit reports).
+It reports its epochs only through tqdm
 (``umap.layouts.tqdm``): to get progress and a cancel point per epoch, that name
 is replaced once by a proxy that hands the loop to the reporter registered for
 the calling thread and behaves exactly like tqdm for every other caller.
@@ -15,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from nbviz.analysis.embedding import jit_cache
 from nbviz.analysis.embedding.methods import import_method, quiet
 from nbviz.analysis.embedding.progress import Progress
 from nbviz.analysis.embedding.sampling import rest
@@ -22,6 +25,7 @@ from nbviz.analysis.embedding.sampling import rest
 __all__ = ["umap"]
 
 _UMAP_LOCK = threading.Lock()
+_FITTED: list[bool] = []  # not empty once a fit ran in this process (numba compiled)
 _EPOCH_REPORTERS: dict[int, Callable[[int, int], None]] = {}
 
 
@@ -65,8 +69,19 @@ def umap(
     ``init``: starting positions (of every row) or None for a spectral start.
     One UMAP fit runs at a time (the epoch hook is process-wide).
     """
-    report(0.01, "UMAP: loading umap-learn (the first time takes a while)")
+    first = not _FITTED
+    if first:  # the kernel's first fit: say what it costs while it runs
+        note = jit_cache.first_fit_note(jit_cache.prepare())
+        warm = jit_cache.cache_is_warm()
+    report(0.01, note if first else "UMAP: starting")
     package = import_method("umap")
+    if first:
+        jit_cache.cache_compiled()
+    cost = ""
+    if first:
+        cost = " (first fit in this kernel: " + (
+            "reading compiled code from the cache)" if warm else "compiling, about a minute)"
+        )
     n_fit = len(fit)
     sampled = n_fit < len(X)
     phase = {"part": report.part(0.3, 0.85 if sampled else 1.0), "label": "layout"}
@@ -94,9 +109,10 @@ def umap(
         if hooked:
             _EPOCH_REPORTERS[me] = on_epoch
         try:
-            report(0.05, "UMAP: nearest neighbours")
+            report(0.05, f"UMAP: nearest neighbours{cost}")
             with quiet("umap"):
                 out[fit] = reducer.fit_transform(X[fit])
+            _FITTED.append(True)
             report.check()
             others = rest(len(X), fit)
             if len(others):

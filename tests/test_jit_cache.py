@@ -1,0 +1,50 @@
+"""UMAP's numba code cached across kernels: where, whose choice wins, and that it is written."""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from nbviz.analysis.embedding import jit_cache
+
+
+def test_the_cache_goes_under_the_user_cache_folder(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    config = sys.modules.get("numba.core.config")
+    if config is not None:  # numba read its settings already: prepare() tells it too
+        monkeypatch.setattr(config, "CACHE_DIR", "")
+    path = jit_cache.prepare()
+    assert path.parts[-2:] == ("nbviz", "numba")
+    assert str(path).startswith(str(tmp_path))  # platformdirs follows XDG_CACHE_HOME
+    assert os.environ["NUMBA_CACHE_DIR"] == str(path)
+    if config is not None:
+        assert config.CACHE_DIR == str(path)
+
+
+def test_a_users_own_numba_cache_dir_is_kept(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
+    assert jit_cache.prepare() == tmp_path / "mine"
+    assert jit_cache.cache_dir() == tmp_path / "mine"
+
+
+def test_uncached_umap_functions_get_a_disk_cache(monkeypatch, tmp_path: Path) -> None:
+    numba = pytest.importorskip("numba")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(numba.core.config, "CACHE_DIR", str(tmp_path))
+    module = types.ModuleType("umap._nbviz_test")
+
+    def add_one(x):
+        return x + 1
+
+    module.add_one = numba.njit(add_one)
+    monkeypatch.setitem(sys.modules, "umap._nbviz_test", module)
+    assert jit_cache.cache_compiled() >= 1
+    assert module.add_one(1) == 2
+    assert list(tmp_path.rglob("*add_one*.nbi")), "the compiled code was not written"
+    assert jit_cache.cache_compiled() == 0  # already cached: nothing more to do
+    assert "compiling" in jit_cache.first_fit_note(tmp_path / "empty")
