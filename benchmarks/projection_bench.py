@@ -226,7 +226,7 @@ notes = []
 t0 = time.perf_counter()
 P.project(X, "umap", {}, progress=lambda f, m: notes.append(m))
 print(f"{time.perf_counter() - t0:.2f}")
-print(notes[0])
+print(notes[1])
 """
 
 

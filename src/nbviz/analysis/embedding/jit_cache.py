@@ -9,22 +9,36 @@ imported:
 - ``NUMBA_CACHE_DIR`` is pointed at ``<user cache>/nbviz/numba`` (platformdirs'
   user cache folder, ``~/.cache`` on Linux), unless the user set it: their
   choice stands;
-- after the import, every numba function of umap and pynndescent that is not
-  cached is given a cache (numba's own ``Dispatcher.enable_caching``), so its
+- while umap is imported (:func:`caching_numba`), ``numba.njit`` and
+  ``numba.jit`` default to ``cache=True``, so the functions compiled at import
+  (those with explicit signatures) are read back instead of compiled again;
+- after the import, every numba function of umap and pynndescent still without
+  a cache is given one (numba's own ``Dispatcher.enable_caching``), so its
   compiled code is written there on first use and read back by the next
   kernel. Functions numba cannot cache (closures over dynamic globals) are
   left as they are: numba skips them.
 
-Nothing here imports numba or umap; :func:`prepare` only sets the variable.
+:func:`prepare` only sets the variable; :func:`caching_numba` imports numba.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-__all__ = ["cache_compiled", "cache_dir", "cache_is_warm", "first_fit_note", "prepare"]
+__all__ = [
+    "cache_compiled",
+    "cache_dir",
+    "cache_is_warm",
+    "caching_numba",
+    "first_fit_note",
+    "prepare",
+]
 
 _PACKAGES = ("umap", "pynndescent")
 
@@ -63,6 +77,32 @@ def cache_is_warm(path: Path | None = None) -> bool:
         return any(root.glob("umap*/**/*.nbi")) or any(root.glob("**/umap*.nbi"))
     except OSError:
         return False
+
+
+def _cached(decorator: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(decorator)
+    def with_cache(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("cache", True)
+        return decorator(*args, **kwargs)
+
+    return with_cache
+
+
+@contextlib.contextmanager
+def caching_numba() -> Iterator[None]:
+    """Inside the block, ``numba.njit`` and ``numba.jit`` cache by default (the caller's
+    own ``cache=False`` stands); for importing umap, whose import compiles code."""
+    try:
+        import numba
+    except ImportError:
+        yield
+        return
+    originals = numba.njit, numba.jit
+    numba.njit, numba.jit = _cached(numba.njit), _cached(numba.jit)
+    try:
+        yield
+    finally:
+        numba.njit, numba.jit = originals
 
 
 def cache_compiled() -> int:

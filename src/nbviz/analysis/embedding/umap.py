@@ -11,6 +11,7 @@ the calling thread and behaves exactly like tqdm for every other caller.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -74,7 +75,8 @@ def umap(
         note = jit_cache.first_fit_note(jit_cache.prepare())
         warm = jit_cache.cache_is_warm()
     report(0.01, note if first else "UMAP: starting")
-    package = import_method("umap")
+    with jit_cache.caching_numba() if first else contextlib.nullcontext():
+        package = import_method("umap")
     if first:
         jit_cache.cache_compiled()
     cost = ""
