@@ -48,3 +48,18 @@ def test_uncached_umap_functions_get_a_disk_cache(monkeypatch, tmp_path: Path) -
     assert list(tmp_path.rglob("*add_one*.nbi")), "the compiled code was not written"
     assert jit_cache.cache_compiled() == 0  # already cached: nothing more to do
     assert "compiling" in jit_cache.first_fit_note(tmp_path / "empty")
+
+
+def test_exact_neighbours_are_each_rows_nearest_itself_first() -> None:
+    import numpy as np
+
+    from nbviz.analysis.embedding.neighbours import exact_neighbours
+
+    X = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
+    idx, dist = exact_neighbours(X, 5, "euclidean")
+    full = np.linalg.norm(X[:, None] - X[None], axis=2)
+    assert idx.shape == (50, 5) and idx.dtype == np.int32
+    assert (idx[:, 0] == np.arange(50)).all() and np.allclose(dist[:, 0], 0)
+    assert (np.sort(idx, axis=1) == np.sort(np.argsort(full, axis=1)[:, :5], axis=1)).all()
+    with pytest.raises(ValueError, match=r"metric must be one of .* got 'hamming'"):
+        exact_neighbours(X, 5, "hamming")

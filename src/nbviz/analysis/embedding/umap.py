@@ -20,6 +20,7 @@ import numpy as np
 
 from nbviz.analysis.embedding import jit_cache
 from nbviz.analysis.embedding.methods import import_method, quiet
+from nbviz.analysis.embedding.neighbours import exact_neighbours
 from nbviz.analysis.embedding.progress import Progress
 from nbviz.analysis.embedding.sampling import rest
 
@@ -94,9 +95,17 @@ def umap(
     start: Any = "spectral"
     if init is not None:
         start = np.ascontiguousarray(init[fit], dtype=np.float32)
+    k = min(p["n_neighbors"], n_fit - 1)
+    # every row fitted, none placed later: exact neighbours (scikit-learn, no compiling)
+    # instead of pynndescent's search, whose numba code cannot be cached across kernels
+    knn: tuple[Any, ...] = (None, None, None)
+    if not sampled and k >= 2:
+        report(0.03, f"UMAP: nearest neighbours{cost}")
+        knn = exact_neighbours(X[fit], k, p["metric"])
     reducer = package.UMAP(
         n_components=2,
-        n_neighbors=min(p["n_neighbors"], n_fit - 1),
+        n_neighbors=k,
+        precomputed_knn=knn,
         min_dist=p["min_dist"],
         metric=p["metric"],
         random_state=p["seed"],
@@ -111,7 +120,8 @@ def umap(
         if hooked:
             _EPOCH_REPORTERS[me] = on_epoch
         try:
-            report(0.05, f"UMAP: nearest neighbours{cost}")
+            what = "neighbour graph" if knn[0] is not None else "nearest neighbours"
+            report(0.05, f"UMAP: {what}{cost}")
             with quiet("umap"):
                 out[fit] = reducer.fit_transform(X[fit])
             _FITTED.append(True)
