@@ -25,6 +25,7 @@ import {
   stepAt,
   stepRange,
   stepX,
+  timeTicks,
 } from "./lib/loss_curves/series.js";
 import { HINT, panZoom } from "./lib/loss_curves/zoom.js";
 import { listen, save } from "./lib/model.js";
@@ -249,6 +250,7 @@ function render({ model, el: root }) {
       colorOf: (/** @type {Series} */ s) => seriesColor(s, n),
       theme,
       xText: ax === "step" ? undefined : (/** @type {number} */ x) => formatX(x, ax),
+      xTicks: ax === "step" ? undefined : timeTicks,
     };
   };
 

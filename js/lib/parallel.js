@@ -101,7 +101,7 @@ const tickText = (a, v) => (a.kind === "category" ? a.categories?.[Math.round(v)
  * @property {Record<string, [number, number]>} brushes
  * @property {[string, number, number] | null} preview  a brush being dragged: axis key, y0, y1
  * @property {number} width  CSS px
- * @property {{muted: string, grid: string, text: string}} theme
+ * @property {{muted: string, grid: string, text: string, background: string}} theme
  * @property {number} [highlight]  index of a run to draw on top, thicker
  */
 
@@ -178,7 +178,17 @@ export function drawParallel(canvas, o, size) {
     ctx.textAlign = "right";
     ctx.textBaseline = "middle";
     const ticks = a.kind === "category" ? (a.categories ?? []).map((_, i) => i) : [a.lo, a.hi];
-    for (const t of ticks) ctx.fillText(tickText(a, t), a.x - 4, s.map(t));
+    for (const t of ticks) {
+      // on a backing of the page's colour, so the lines do not hide it
+      const text = tickText(a, t);
+      const w = ctx.measureText(text).width;
+      ctx.globalAlpha = 0.85;
+      ctx.fillStyle = o.theme.background;
+      ctx.fillRect(a.x - 6 - w, s.map(t) - 7, w + 4, 14);
+      ctx.globalAlpha = 1;
+      ctx.fillStyle = o.theme.muted;
+      ctx.fillText(text, a.x - 4, s.map(t));
+    }
     const brush = o.preview && o.preview[0] === a.key ? brushOf(a, o.preview[1], o.preview[2]) : o.brushes[a.key];
     if (brush) {
       const clamp = (/** @type {number} */ y) => Math.min(Math.max(y, s.top - 4), s.bottom + 4);

@@ -35,6 +35,7 @@ const BREAK_COLOR = "#c62828";
  * @property {(s: Series) => string} colorOf
  * @property {{muted: string, grid: string, marker: string}} theme
  * @property {(x: number) => string} [xText]  tick labels of a time axis (absent: steps)
+ * @property {(x0: number, x1: number, count: number) => number[]} [xTicks]  its tick values
  */
 
 /**
@@ -213,7 +214,8 @@ export function drawPanel(canvas, o) {
     ctx.fillStyle = theme.muted;
     ctx.textAlign = "center";
     ctx.textBaseline = "top";
-    for (const t of niceTicks(x0, x1, count)) ctx.fillText(xText(t), sx.map(t), bottom + 6);
+    const ticks = o.xTicks?.(x0, x1, count) ?? [];
+    for (const t of ticks.length ? ticks : niceTicks(x0, x1, count)) ctx.fillText(xText(t), sx.map(t), bottom + 6);
   } else {
     drawStepAxis(ctx, sx, { from: x0, to: x1, count, y: bottom + 6, theme });
   }

@@ -190,6 +190,25 @@ export function stepX(list, step) {
   return list.length && list[0].at !== list[0].steps ? Number.NaN : step;
 }
 
+const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+
+/**
+ * About `count` round times (seconds) covering [x0, x1]: whole seconds, minutes or hours.
+ * @param {number} x0
+ * @param {number} x1
+ * @param {number} count
+ * @returns {number[]}
+ */
+export function timeTicks(x0, x1, count) {
+  if (!(x1 > x0)) return [x0];
+  const raw = (x1 - x0) / Math.max(1, count);
+  const step = TIME_STEPS.find((s) => s >= raw) ?? Math.ceil(raw / 86400) * 86400;
+  if (raw < 1) return [];
+  const out = [];
+  for (let t = Math.ceil(x0 / step) * step; t <= x1; t += step) out.push(t);
+  return out;
+}
+
 /**
  * A time on the x axis as text: seconds since start ("2m05s"), or a time of day.
  * @param {number} x

@@ -324,6 +324,8 @@ RunsTable._css = view_css(
 .nbviz-rt-table tbody tr.nbviz-active { outline: 2px solid var(--jp-brand-color1, #1976d2);
   outline-offset: -2px; }
 .nbviz-rt-best { font-weight: 700; }
+.nbviz-rt-filters { display: inline-flex; flex-wrap: wrap; gap: 0.3em 0.9em; }
+.nbviz-rt-pc { overflow-x: auto; }
 .nbviz-rt-bad { color: #c62828; }
 """
 )
