@@ -90,3 +90,24 @@ def test_data_and_figure(table) -> None:
     assert list(fig.marks[0].names) == ["r0", "r1", "r2", "r3"]
     with pytest.raises(ValueError, match=r"no varying config key 'width'; keys: lr, opt"):
         table.figure("width")
+
+
+def test_the_table_reads_final_and_best_from_summaries_as_the_series_says(tmp_path: Path) -> None:
+    import numpy as np
+
+    from nbviz.widgets.runs_table import bounded_summary, summarise
+
+    values = 2.0 + np.sin(np.arange(3000) / 50.0)
+    values[1234] = 0.5  # the best, reached once
+    values[2990:] = np.nan  # ends badly: the final value is the last finite one
+    values[100] = np.inf
+    with nbviz.Run(tmp_path / "long") as run:
+        for s, v in enumerate(values):
+            run.log(s, loss=float(v), acc=float(-v))
+    run = nbviz.open_run(tmp_path / "long")
+    for name, direction in (("loss", "min"), ("acc", "max")):
+        steps = np.arange(3000)
+        expected = summarise(steps, values if name == "loss" else -values, direction)
+        assert bounded_summary(run, name, direction) == expected
+    assert run.scalar_summary("loss", 64).width > 0  # buckets, not rows
+    run.close()

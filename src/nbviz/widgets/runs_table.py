@@ -38,7 +38,10 @@ from nbviz.widgets.loss_curves import _unique_names, split_name
 from nbviz.widgets.run_groups import flatten_config
 from nbviz.widgets.run_selection import axes_of, passes
 
-__all__ = ["RunsTable", "better", "flatten_config", "summarise"]
+__all__ = ["RunsTable", "better", "bounded_summary", "flatten_config", "summarise"]
+
+#: Buckets a scalar's summary is read in for the table (its final and best values).
+SUMMARY_BUCKETS = 64
 
 _SCORE = re.compile(r"acc|f1|precision|recall|auc|iou|dice|score|bleu|rouge|map\b|top\d", re.I)
 
@@ -245,7 +248,7 @@ class RunsTable(LiveView):
     def _rebuild(self) -> None:
         configs = [flatten_config(run.config) for run in self._runs]
         config_keys = sorted({k for c in configs for k in c})
-        scalars = [index.scalars() for index in self._indexes]
+        scalars = [index.scalar_counts() for index in self._indexes]
         names = sorted({n for s in scalars for n in s}, key=_metric_order)
         columns: list[dict[str, Any]] = [{"key": "run", "label": "run", "kind": "run"}]
         columns += [{"key": f"config:{k}", "label": k, "kind": "config"} for k in config_keys]
@@ -262,17 +265,16 @@ class RunsTable(LiveView):
                     }
                 )
         rows = []
-        for run_name, config, series in zip(self._names, configs, scalars):
+        for run, run_name, config, series in zip(self._runs, self._names, configs, scalars):
             cells: dict[str, Any] = {"run": run_name}
             steps: dict[str, int] = {}
             flags: dict[str, int] = {}
             for k in config_keys:
                 cells[f"config:{k}"] = config.get(k)
             for name in names:
-                raw = series.get(name)
-                if raw is None:
+                if name not in series:
                     continue
-                summary = summarise(raw.steps, raw.values, better(name))
+                summary = bounded_summary(run, name, better(name))
                 cells[f"final:{name}"] = summary["final"]
                 cells[f"best:{name}"] = summary["best"]
                 if summary["final_step"] is not None:
@@ -291,6 +293,47 @@ class RunsTable(LiveView):
             )
         else:
             self.empty = ""
+
+
+def bounded_summary(run: Any, name: str, direction: str) -> dict[str, Any]:
+    """:func:`summarise` of a run's scalar from its stored summaries: a few dozen
+    buckets and a seek or two, whatever the run's length (a table of a hundred long
+    runs reads no series whole)."""
+    s = run.scalar_summary(name, SUMMARY_BUCKETS)
+    f = s.frame
+    if s.width == 0:
+        return summarise(
+            f["step"].to_numpy(dtype=np.int64),
+            f["value"].to_numpy(dtype=np.float64, na_value=np.nan),
+            direction,
+        )
+    n_finite = f["n_finite"].to_numpy(dtype=np.int64)
+    out: dict[str, Any] = {"final": None, "final_step": None, "best": None, "best_step": None}
+    out["nonfinite"] = int(f["n"].to_numpy(dtype=np.int64).sum() - n_finite.sum())
+    col = "max" if direction == "max" else "min"
+    extremes = f[col].to_numpy(dtype=np.float64, na_value=np.nan)
+    if not np.isfinite(extremes).any():
+        return out
+    # the first bucket reaching the best value, at the first step it was reached
+    target = np.nanmax(extremes) if direction == "max" else np.nanmin(extremes)
+    i = int(np.flatnonzero(extremes == target)[0])
+    out["best"] = _number(target)
+    out["best_step"] = int(f[f"{col}_step"].iloc[i])
+    # the last finite value: in the last bucket holding one, read whole if it ends badly
+    k = int(np.flatnonzero(n_finite > 0)[-1])
+    last = f["last"].iloc[k]
+    if last is not None and np.isfinite(last):
+        out["final"], out["final_step"] = _number(float(last)), int(f["last_step"].iloc[k])
+        return out
+    lo, hi = int(f["first_step"].iloc[k]), int(f["last_step"].iloc[k])
+    rows = run.scalar_summary(name, int(f["n"].iloc[k]) + 2, step_range=(lo, hi)).frame
+    tail = summarise(
+        rows["step"].to_numpy(dtype=np.int64),
+        rows["value"].to_numpy(dtype=np.float64, na_value=np.nan),
+        direction,
+    )
+    out["final"], out["final_step"] = tail["final"], tail["final_step"]
+    return out
 
 
 def _default_metric(columns: list[dict[str, Any]]) -> str:
