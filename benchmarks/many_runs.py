@@ -82,15 +82,9 @@ def state_bytes(widget: Any) -> int:
 
 
 def measure(pattern: str) -> dict[str, Any]:
-    from nbviz.widgets.live import RunIndex
-
     t0 = time.perf_counter()
     runs = nbviz.open_runs(pattern)
     open_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for run in runs:  # the scalars every view of a run shares (one read per run)
-        RunIndex.of(run).scalars()
-    read_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     table = nbviz.RunsTable(runs, live=False)
     table_s = time.perf_counter() - t0
@@ -108,11 +102,10 @@ def measure(pattern: str) -> dict[str, Any]:
     out = {
         "runs": len(runs),
         "open_s": open_s,
-        "read_s": read_s,
         "table_s": table_s,
         "curves_s": curves_s,
         "grouped_s": grouped_s,
-        "total_s": open_s + read_s + table_s + curves_s,
+        "total_s": open_s + table_s + curves_s,
         "table_b": state_bytes(table),
         "curves_b": state_bytes(curves),
         "grouped_b": state_bytes(grouped),
@@ -143,7 +136,6 @@ def main() -> None:
                 [
                     label,
                     f"{r['open_s']:.2f}",
-                    f"{r['read_s']:.2f}",
                     f"{r['table_s']:.2f}",
                     f"{r['curves_s']:.2f}",
                     f"{r['total_s']:.2f}",
@@ -158,7 +150,7 @@ def main() -> None:
             "ratio",
             *(
                 f"{many[k] / max(one[k], 1e-9):.1f}x"
-                for k in ("open_s", "read_s", "table_s", "curves_s", "total_s", "grouped_s")
+                for k in ("open_s", "table_s", "curves_s", "total_s", "grouped_s")
             ),
             *(f"{many[k] / max(one[k], 1):.1f}x" for k in ("table_b", "curves_b", "grouped_b")),
             f"{many['select_ms'] / max(one['select_ms'], 1e-9):.1f}x",
@@ -167,7 +159,6 @@ def main() -> None:
             [
                 "",
                 "open s",
-                "read s",
                 "RunsTable s",
                 "LossCurves s",
                 "open+draw s",
@@ -180,9 +171,9 @@ def main() -> None:
             [*rows, ratio],
         )
         print(
-            "read: every run's scalars read once (shared by the views); open+draw: open_runs, "
-            "read, RunsTable and LossCurves built in Python (what the kernel does before the "
-            "browser draws); grouped: LossCurves(group_by='optimizer'); "
+            "open+draw: open_runs, RunsTable and LossCurves built in Python, their reads "
+            "included (what the kernel does before the browser draws); grouped: "
+            "LossCurves(group_by='optimizer'); "
             "select: RunsTable.selected_runs set (10% of runs) with LossCurves linked."
         )
 
