@@ -58,3 +58,18 @@ describe("parallel coordinates", () => {
     assert.ok(!inBrushes({ "config:opt": null }, { "config:opt": [a, b] }));
   });
 });
+
+describe("time axes", async () => {
+  const { formatX, stepAt, stepX, timeTicks } = await import("../lib/loss_curves/series.js");
+  const s = { steps: Float64Array.from([0, 30, 90]), at: Float64Array.from([0, 10, 20]) };
+  it("ticks at round minutes and hours, and says times as durations", () => {
+    assert.deepEqual(timeTicks(0, 6000, 4), [0, 1800, 3600, 5400]);
+    assert.equal(formatX(125, "relative"), "2m05s");
+    assert.equal(formatX(3725, "relative"), "1h02m");
+    assert.equal(formatX(Number.NaN, "relative"), "\u2013");
+  });
+  it("maps a step to its time and a time to the step logged nearest to it", () => {
+    assert.equal(stepX([/** @type {any} */ (s)], 10), 30);
+    assert.equal(stepAt([/** @type {any} */ (s)], 80, (x) => x), 20);
+  });
+});

@@ -216,6 +216,7 @@ export function timeTicks(x0, x1, count) {
  * @returns {string}
  */
 export function formatX(x, axis) {
+  if (!Number.isFinite(x)) return "\u2013";
   if (axis === "step") return formatStep(x);
   if (axis === "wall") {
     const t = new Date(x * 1000);
