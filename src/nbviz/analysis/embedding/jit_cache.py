@@ -131,8 +131,8 @@ def first_fit_note(path: Path | None = None) -> str:
     """What a kernel's first UMAP fit costs, for the projector to say while it runs."""
     root = path or cache_dir()
     if cache_is_warm(root):
-        return f"UMAP: loading umap-learn; its compiled code is cached in {root} (a few seconds)"
+        return f"UMAP: loading umap-learn; its compiled code is read from {root}, not compiled"
     return (
-        "UMAP: loading umap-learn and compiling its code, about a minute in this kernel; "
-        f"kept in {root} so later kernels start in seconds"
+        "UMAP: loading umap-learn and compiling its code, a minute or more in this kernel; "
+        f"kept in {root} so later kernels skip it"
     )
