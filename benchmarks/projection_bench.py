@@ -11,12 +11,20 @@ in a process also pays its import and JIT compilation: measured once, apart.
     python benchmarks/projection_bench.py                    # 2k, 10k, 30k, 100k
     python benchmarks/projection_bench.py --sizes 2000 10000 --baseline-max 10000
     python benchmarks/projection_bench.py --only-render      # the browser part
+    python benchmarks/projection_bench.py --first-fit        # UMAP's first fit, 2 kernels
+
+``--first-fit``: two fresh processes in a row (as two kernels would), each
+timing its first UMAP fit of 5,000 points, import included, with one numba
+cache folder between them (a new one, or ``--cache-dir``); the first compiles,
+the second should read the compiled code back.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import subprocess
 import sys
 import time
 import warnings
@@ -209,15 +217,59 @@ def render_table(sizes: list[int]) -> None:
     print("\nChromium is headless with SwiftShader (software WebGL on 2 cores): a GPU is faster.")
 
 
+_FIRST_FIT = """
+import time, warnings
+from benchmarks_path import mixture
+from nbviz.analysis import projection as P
+X = mixture(5_000)[0]
+notes = []
+t0 = time.perf_counter()
+P.project(X, "umap", {}, progress=lambda f, m: notes.append(m))
+print(f"{time.perf_counter() - t0:.2f}")
+print(notes[1])
+t0 = time.perf_counter()
+P.project(X, "umap", {})
+print(f"{time.perf_counter() - t0:.2f}")
+"""
+
+
+def first_fit_table(cache: Path | None, root: Path) -> None:
+    """Two fresh processes in a row, each timing its first UMAP fit (5,000 points)."""
+    folder = cache or root / "numba-cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(folder)}
+    here = Path(__file__).resolve().parent
+    env["PYTHONPATH"] = os.pathsep.join([str(here.parent / "src"), str(root)])
+    (root / "benchmarks_path.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(here)!r})\nfrom projection_bench import mixture\n"
+    )
+    table = Table(
+        ["kernel", "numba cache", "first UMAP fit s", "second fit s", "what the projector said"]
+    )
+    for k in (1, 2):
+        warm = any(folder.rglob("*.nbi")) if folder.exists() else False
+        out = subprocess.run(
+            [sys.executable, "-c", _FIRST_FIT], env=env, capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        table.row(str(k), "warm" if warm else "empty", out[0], out[2], out[1][:70])
+    files = sum(1 for _ in folder.rglob("*.nbi"))
+    print(f"\nnumba cache: {folder} ({files} index files)")
+    print("second fit: the same fit again in that process (nothing left to compile or import)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2_000, 10_000, 30_000, 100_000])
     parser.add_argument("--baseline-max", type=int, default=30_000)
     parser.add_argument("--render-sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--only-render", action="store_true")
+    parser.add_argument("--first-fit", action="store_true", help="UMAP's first fit, 2 kernels")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="numba cache for --first-fit")
     parser.add_argument("--methods", nargs="+", choices=P.METHODS, default=list(P.METHODS))
     args = parser.parse_args(argv)
     with scratch("nbviz-projection-bench-") as root:
+        if args.first_fit:
+            first_fit_table(args.cache_dir, root)
+            return 0
         if not args.only_render:
             projection_table(args.sizes, args.baseline_max, root, tuple(args.methods))
         render_table(args.render_sizes)

@@ -17,6 +17,7 @@ from nbviz._version import __version__
 _PUBLIC = {
     "Run": "nbviz.run",
     "open_run": "nbviz.run",
+    "open_runs": "nbviz.many_runs",
     "from_tensorboard": "nbviz.importers.tensorboard",
     "Probe": "nbviz.probes.probe",
     "Dashboard": "nbviz.widgets.dashboard",
@@ -36,6 +37,7 @@ _PUBLIC = {
 __all__ = ["__version__", *sorted(_PUBLIC)]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from nbviz.many_runs import open_runs  # noqa: F401
     from nbviz.run import Run, open_run  # noqa: F401
 
 

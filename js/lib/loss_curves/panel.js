@@ -4,11 +4,13 @@
 // the highlighted run on top), the window a drag selects, the
 // NaN/Inf stretches as red bands with a mark where each began, the linked step
 // and the pointer as vertical lines.
-import { drawStepAxis, drawYAxis } from "../axis.js";
+import { drawStepAxis, drawYAxis, niceTicks } from "../axis.js";
 import { extentIn, makeScale, sizeCanvas, tracePath, ema } from "../linechart.js";
 import { BREAK_NAMES, DASH } from "./series.js";
 
 const HEIGHT = 210;
+/** A panel's height in CSS px. */
+export const PANEL_HEIGHT = HEIGHT;
 const M = { left: 58, right: 14, top: 12, bottom: 24 };
 const BREAK_COLOR = "#c62828";
 
@@ -32,6 +34,8 @@ const BREAK_COLOR = "#c62828";
  * @property {string} highlight  the emphasised run ("" for none)
  * @property {(s: Series) => string} colorOf
  * @property {{muted: string, grid: string, marker: string}} theme
+ * @property {(x: number) => string} [xText]  tick labels of a time axis (absent: steps)
+ * @property {(x0: number, x1: number, count: number) => number[]} [xTicks]  its tick values
  */
 
 /**
@@ -46,8 +50,10 @@ export function yRange(o) {
   let hi = Number.NEGATIVE_INFINITY;
   for (const s of o.list) {
     const d = o.dataOf(s);
-    const e = extentIn(d.steps, d.values, x0, x1, o.log);
-    if (e) [lo, hi] = [Math.min(lo, e[0]), Math.max(hi, e[1])];
+    for (const values of s.lo && s.hi ? [s.lo, s.hi] : [d.values]) {
+      const e = extentIn(d.steps, values, x0, x1, o.log);
+      if (e) [lo, hi] = [Math.min(lo, e[0]), Math.max(hi, e[1])];
+    }
   }
   const any = lo <= hi;
   if (!any) [lo, hi] = o.log ? [0.1, 10] : [0, 1];
@@ -86,9 +92,10 @@ function drawSeries(ctx, s, o, sx, sy) {
   const color = o.colorOf(s);
   const dim = o.highlight && s.run !== o.highlight ? 0.25 : 1;
   const lineWidth = o.highlight && s.run === o.highlight ? 2.6 : 1.6;
-  ctx.setLineDash(DASH[s.split] ?? []);
   ctx.strokeStyle = color;
   ctx.fillStyle = color;
+  if (s.lo && s.hi) drawBand(ctx, d.steps, s.lo, s.hi, sx, sy, 0.18 * dim);
+  ctx.setLineDash(DASH[s.split] ?? []);
   if (d.steps.length === 1) {
     ctx.globalAlpha = dim;
     ctx.beginPath();
@@ -132,6 +139,34 @@ function dotIsolated(ctx, steps, values, sx, sy) {
     if (!ok(i) || ok(i - 1) || ok(i + 1)) continue;
     ctx.beginPath();
     ctx.arc(sx.map(steps[i]), sy.map(values[i]), 3, 0, 2 * Math.PI);
+    ctx.fill();
+  }
+}
+
+/**
+ * A group's min/max band: filled between its lows and highs, broken where either is not finite.
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {ArrayLike<number>} xs
+ * @param {ArrayLike<number>} lo
+ * @param {ArrayLike<number>} hi
+ * @param {Scale} sx
+ * @param {Scale} sy
+ * @param {number} alpha
+ */
+function drawBand(ctx, xs, lo, hi, sx, sy, alpha) {
+  const ok = (/** @type {number} */ i) => Number.isFinite(lo[i]) && Number.isFinite(hi[i]) && (!sy.log || lo[i] > 0);
+  ctx.globalAlpha = alpha;
+  let i = 0;
+  while (i < xs.length) {
+    while (i < xs.length && !ok(i)) i++;
+    const start = i;
+    while (i < xs.length && ok(i)) i++;
+    if (i - start < 2) continue;
+    ctx.beginPath();
+    ctx.moveTo(sx.map(xs[start]), sy.map(hi[start]));
+    for (let k = start + 1; k < i; k++) ctx.lineTo(sx.map(xs[k]), sy.map(hi[k]));
+    for (let k = i - 1; k >= start; k--) ctx.lineTo(sx.map(xs[k]), sy.map(lo[k]));
+    ctx.closePath();
     ctx.fill();
   }
 }
@@ -193,7 +228,17 @@ export function drawPanel(canvas, o) {
 
   // axes and grid
   drawYAxis(ctx, sy, { lo, hi, log: o.log, count: 4, left: M.left, right: width - M.right, gap: 6, theme });
-  drawStepAxis(ctx, sx, { from: x0, to: x1, count: Math.max(2, Math.floor(width / 110)), y: bottom + 6, theme });
+  const count = Math.max(2, Math.floor(width / 110));
+  if (o.xText) {
+    const xText = o.xText;
+    ctx.fillStyle = theme.muted;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "top";
+    const ticks = o.xTicks?.(x0, x1, count) ?? [];
+    for (const t of ticks.length ? ticks : niceTicks(x0, x1, count)) ctx.fillText(xText(t), sx.map(t), bottom + 6);
+  } else {
+    drawStepAxis(ctx, sx, { from: x0, to: x1, count, y: bottom + 6, theme });
+  }
   ctx.strokeStyle = theme.muted;
   ctx.beginPath();
   ctx.moveTo(M.left + 0.5, M.top);

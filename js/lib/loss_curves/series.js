@@ -29,8 +29,12 @@ export const SPARSE = 4;
  * @property {string} name
  * @property {string} stem
  * @property {string} split
- * @property {ArrayLike<number>} steps
+ * @property {ArrayLike<number>} steps  each point's x: its step, or its time on a time axis
+ * @property {ArrayLike<number>} at  each point's step
  * @property {ArrayLike<number>} values
+ * @property {ArrayLike<number> | null} lo  a group's band: the least member value per point
+ * @property {ArrayLike<number> | null} hi  ... and the greatest
+ * @property {number} members  runs in a group (0: a single run's series)
  * @property {number} stride
  * @property {number} total
  * @property {ArrayLike<number>} breaks  rows of [first_step, last_step, kind]
@@ -38,9 +42,9 @@ export const SPARSE = 4;
  */
 
 /**
- * What a series draws: its steps and values (the full-resolution window when
+ * What a series draws: its x, steps and values (the full-resolution window when
  * that covers the view) and the stride they were summarised with.
- * @typedef {{steps: ArrayLike<number>, values: ArrayLike<number>, stride: number}} SeriesData
+ * @typedef {{steps: ArrayLike<number>, at?: ArrayLike<number>, values: ArrayLike<number>, stride: number}} SeriesData
  * @typedef {(s: Series) => SeriesData} DataOf
  */
 
@@ -50,6 +54,7 @@ export const SPARSE = 4;
  * @returns {Series}
  */
 export function decodeSeries(e) {
+  const steps = decodeArray(e.steps).data;
   return {
     id: e.id,
     run: e.run,
@@ -57,8 +62,12 @@ export function decodeSeries(e) {
     name: e.name,
     stem: e.stem,
     split: e.split,
-    steps: decodeArray(e.steps).data,
+    steps: e.x ? decodeArray(e.x).data : steps,
+    at: steps,
     values: decodeArray(e.values).data,
+    lo: e.lo ? decodeArray(e.lo).data : null,
+    hi: e.hi ? decodeArray(e.hi).data : null,
+    members: e.members ?? 0,
     stride: e.stride,
     total: e.total,
     breaks: decodeArray(e.breaks).data,
@@ -147,14 +156,95 @@ export function nearestStep(list, at, dataOf) {
 }
 
 /**
+ * The step of the point nearest to x over all series (NaN when none has a point):
+ * x itself on a step axis, the step logged at that time on a time axis.
+ * @param {Series[]} list
+ * @param {number} x
+ * @param {DataOf} dataOf
+ * @returns {number}
+ */
+export function stepAt(list, x, dataOf) {
+  let best = Number.NaN;
+  let dist = Number.POSITIVE_INFINITY;
+  for (const s of list) {
+    const d = dataOf(s);
+    const i = nearestIndex(d.steps, x);
+    if (i >= 0 && Math.abs(d.steps[i] - x) < dist) [best, dist] = [(d.at ?? d.steps)[i], Math.abs(d.steps[i] - x)];
+  }
+  return best;
+}
+
+/**
+ * Where a step lies on the x axis: the step itself, or on a time axis the time
+ * the first series logged it (the last point at or before it); NaN when none did.
+ * @param {Series[]} list
+ * @param {number} step
+ * @returns {number}
+ */
+export function stepX(list, step) {
+  for (const s of list) {
+    if (s.at === s.steps) return step;
+    const i = floorIndex(s.at, step);
+    if (i >= 0) return s.steps[i];
+  }
+  return list.length && list[0].at !== list[0].steps ? Number.NaN : step;
+}
+
+const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+
+/**
+ * About `count` round times (seconds) covering [x0, x1]: whole seconds, minutes or hours.
+ * @param {number} x0
+ * @param {number} x1
+ * @param {number} count
+ * @returns {number[]}
+ */
+export function timeTicks(x0, x1, count) {
+  if (!(x1 > x0)) return [x0];
+  const raw = (x1 - x0) / Math.max(1, count);
+  const step = TIME_STEPS.find((s) => s >= raw) ?? Math.ceil(raw / 86400) * 86400;
+  if (raw < 1) return [];
+  const out = [];
+  for (let t = Math.ceil(x0 / step) * step; t <= x1; t += step) out.push(t);
+  return out;
+}
+
+/**
+ * A time on the x axis as text: seconds since start ("2m05s"), or a time of day.
+ * @param {number} x
+ * @param {"step" | "wall" | "relative"} axis
+ * @returns {string}
+ */
+export function formatX(x, axis) {
+  if (!Number.isFinite(x)) return "\u2013";
+  if (axis === "step") return formatStep(x);
+  if (axis === "wall") {
+    const t = new Date(x * 1000);
+    const pad = (/** @type {number} */ v) => String(v).padStart(2, "0");
+    return `${pad(t.getHours())}:${pad(t.getMinutes())}:${pad(t.getSeconds())}`;
+  }
+  const sign = x < 0 ? "-" : "";
+  let s = Math.abs(x);
+  if (s < 60) return `${sign}${Number.parseFloat(s.toPrecision(3))}s`;
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  const sec = Math.round(s - m * 60);
+  return h ? `${sign}${h}h${String(m).padStart(2, "0")}m` : `${sign}${m}m${String(sec).padStart(2, "0")}s`;
+}
+
+/**
  * The read-out line: each series' value at a step (the last recorded at or
- * before it), or, under the pointer, at the recorded step nearest to it.
+ * before it), or, under the pointer, at the recorded step nearest to it. On a
+ * time axis (`axis`), `at` is a time and the line says it.
  * @param {Series[]} list
  * @param {number} at
- * @param {{nearest: boolean, runs: number, dataOf: DataOf}} o
+ * @param {{nearest: boolean, runs: number, dataOf: DataOf, axis?: "step" | "wall" | "relative"}} o
  * @returns {string}
  */
 export function readoutText(list, at, o) {
+  const axis = o.axis ?? "step";
+  if (axis !== "step") return timeReadout(list, at, o, axis);
   let shownStep = Math.round(at);
   if (o.nearest) {
     const best = nearestStep(list, at, o.dataOf);
@@ -220,4 +310,26 @@ export function smoothedIds(series) {
     out.add(s.id);
   }
   return out;
+}
+
+/**
+ * The read-out on a time axis: at the point nearest to the time, each series'
+ * value and the step it was logged at.
+ * @param {Series[]} list
+ * @param {number} x
+ * @param {{runs: number, dataOf: DataOf}} o
+ * @param {"wall" | "relative"} axis
+ * @returns {string}
+ */
+function timeReadout(list, x, o, axis) {
+  const parts = [];
+  for (const s of list) {
+    const d = o.dataOf(s);
+    const i = floorIndex(d.steps, x);
+    if (i < 0) continue;
+    const label = o.runs > 1 ? `${s.run} ${s.name}` : s.name;
+    parts.push(`${label} ${formatNumber(d.values[i])} (step ${formatStep((d.at ?? d.steps)[i])})`);
+  }
+  const when = axis === "wall" ? formatX(x, axis) : `${formatX(x, axis)} since start`;
+  return `${when}: ${parts.join(" \u00b7 ") || "no values yet"}`;
 }

@@ -4,6 +4,7 @@ Each table's queries live in a module of their own, on the shared base of
 :mod:`nbviz.store.query` (connections per thread, step selection, error texts):
 
 - :mod:`~nbviz.store.scalars`: ``meta`` and ``scalars``;
+- :mod:`~nbviz.store.scalar_times`: when scalars were logged, by step;
 - :mod:`~nbviz.store.layer_stats`: ``layer_stats`` and ``unit_stats``;
 - :mod:`~nbviz.store.histograms`: ``histograms``;
 - :mod:`~nbviz.store.events`: ``events``;
@@ -29,6 +30,7 @@ from nbviz.store.predictions import PredictionQueries
 from nbviz.store.profiles import ProfileQueries
 from nbviz.store.query import MissingStepError
 from nbviz.store.samples import SampleQueries
+from nbviz.store.scalar_times import ScalarTimeQueries
 from nbviz.store.scalars import ScalarQueries
 from nbviz.store.summary_queries import SeriesSummary, SummaryQueries
 
@@ -37,6 +39,7 @@ __all__ = ["HistogramRows", "MissingStepError", "Reader", "SeriesSummary"]
 
 class Reader(
     ScalarQueries,
+    ScalarTimeQueries,
     LayerStatsQueries,
     HistogramQueries,
     EventQueries,

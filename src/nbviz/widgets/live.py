@@ -179,6 +179,14 @@ TRAINING_CSS = """
 .nbviz-badge-warning { background: #fff3e0; color: #e65100; }
 .nbviz-badge-error { background: #ffebee; color: #b71c1c; }
 .nbviz canvas { display: block; }
+.nbviz-export { position: relative; display: inline-block; }
+.nbviz-export-list { position: absolute; z-index: 10; right: 0; top: 100%; display: flex;
+  flex-direction: column; background: var(--jp-layout-color1, #fff);
+  border: 1px solid var(--jp-border-color1, #bdbdbd); border-radius: 3px; }
+.nbviz-export-list[hidden] { display: none; }
+.nbviz-export-item { font: inherit; border: none; background: transparent; color: inherit;
+  padding: 3px 14px; cursor: pointer; text-align: left; }
+.nbviz-export-item:hover { background: var(--jp-layout-color2, #eeeeee); }
 """
 
 

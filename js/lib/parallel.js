@@ -1,0 +1,206 @@
+// Parallel coordinates of many runs: one vertical axis per config key that
+// varies and one for a metric, each run a line across them coloured by its
+// metric; brushes (ranges on an axis) drawn over the axes, and the arithmetic a
+// drag needs (which axis is under the pointer, the range a drag covers). Axis
+// and category names come from data: drawn as canvas text, never as HTML.
+import { formatNumber } from "./format.js";
+import { rgbToCss, viridis } from "./color.js";
+
+export const PC_HEIGHT = 250;
+const M = { top: 34, bottom: 26, left: 46, right: 70 };
+/** How near (CSS px) an axis a drag must start to brush it. */
+export const GRAB = 14;
+
+/**
+ * @typedef {{key: string, label: string, kind: "number" | "category", lo: number, hi: number,
+ *   categories?: string[], metric?: boolean}} Axis
+ * @typedef {Axis & {x: number}} PlacedAxis
+ * @typedef {Record<string, number | null>} Coords
+ */
+
+/**
+ * The axes placed evenly across `width`.
+ * @param {Axis[]} axes
+ * @param {number} width
+ * @returns {PlacedAxis[]}
+ */
+export function placeAxes(axes, width) {
+  const span = Math.max(1, width - M.left - M.right);
+  const step = axes.length > 1 ? span / (axes.length - 1) : 0;
+  return axes.map((a, i) => ({ ...a, x: Math.round(M.left + i * step) + 0.5 }));
+}
+
+/**
+ * An axis' coordinate <-> y pixel (low values at the bottom; a flat range padded).
+ * @param {Axis} axis
+ * @returns {{map: (v: number) => number, invert: (y: number) => number, top: number, bottom: number}}
+ */
+export function axisScale(axis) {
+  let { lo, hi } = axis;
+  if (!(hi > lo)) [lo, hi] = [lo - 0.5, hi + 0.5];
+  const top = M.top;
+  const bottom = PC_HEIGHT - M.bottom;
+  return {
+    top,
+    bottom,
+    map: (v) => bottom - ((v - lo) / (hi - lo)) * (bottom - top),
+    invert: (y) => lo + ((bottom - y) / (bottom - top)) * (hi - lo),
+  };
+}
+
+/**
+ * The axis a pointer at x grabs (within GRAB px), or null.
+ * @param {PlacedAxis[]} placed
+ * @param {number} x
+ * @returns {PlacedAxis | null}
+ */
+export function axisNear(placed, x) {
+  let best = null;
+  for (const a of placed) if (Math.abs(a.x - x) <= GRAB && (!best || Math.abs(a.x - x) < Math.abs(best.x - x))) best = a;
+  return best;
+}
+
+/**
+ * The brush a drag from y0 to y1 along `axis` makes: [lo, hi] in its coordinates;
+ * on a category axis widened to whole categories.
+ * @param {Axis} axis
+ * @param {number} y0
+ * @param {number} y1
+ * @returns {[number, number]}
+ */
+export function brushOf(axis, y0, y1) {
+  const s = axisScale(axis);
+  let a = s.invert(Math.max(y0, y1));
+  let b = s.invert(Math.min(y0, y1));
+  if (axis.kind === "category") [a, b] = [Math.ceil(a - 0.5) - 0.5, Math.floor(b + 0.5) + 0.5];
+  return [a, b];
+}
+
+/**
+ * Whether coordinates pass every brush.
+ * @param {Coords} coords
+ * @param {Record<string, [number, number]>} brushes
+ * @returns {boolean}
+ */
+export function inBrushes(coords, brushes) {
+  for (const [key, [lo, hi]] of Object.entries(brushes)) {
+    const v = coords[key];
+    if (v === null || v === undefined || v < lo || v > hi) return false;
+  }
+  return true;
+}
+
+/** @param {Axis} a @param {number} v */
+const tickText = (a, v) => (a.kind === "category" ? a.categories?.[Math.round(v)] ?? "" : formatNumber(v));
+
+/**
+ * @typedef {object} ParallelOptions
+ * @property {Axis[]} axes
+ * @property {Coords[]} coords  one per run
+ * @property {boolean[]} chosen  per run: in the selection (all true when there is none)
+ * @property {Record<string, [number, number]>} brushes
+ * @property {[string, number, number] | null} preview  a brush being dragged: axis key, y0, y1
+ * @property {number} width  CSS px
+ * @property {{muted: string, grid: string, text: string, background: string}} theme
+ * @property {number} [highlight]  index of a run to draw on top, thicker
+ */
+
+/**
+ * Draw the parallel coordinates; returns the placed axes.
+ * @param {HTMLCanvasElement} canvas
+ * @param {ParallelOptions} o
+ * @param {(canvas: HTMLCanvasElement, w: number, h: number) => CanvasRenderingContext2D} size
+ * @returns {PlacedAxis[]}
+ */
+export function drawParallel(canvas, o, size) {
+  const ctx = size(canvas, o.width, PC_HEIGHT);
+  const placed = placeAxes(o.axes, o.width);
+  const scales = placed.map(axisScale);
+  const metric = placed.find((a) => a.metric);
+  const span = metric ? [metric.lo, metric.hi] : [0, 1];
+  const colorOf = (/** @type {Coords} */ c) => {
+    const v = metric ? c[metric.key] : null;
+    if (v === null || v === undefined) return "#9e9e9e";
+    return rgbToCss(viridis(span[1] > span[0] ? (v - span[0]) / (span[1] - span[0]) : 0.5));
+  };
+  const line = (/** @type {Coords} */ c) => {
+    ctx.beginPath();
+    let pen = false;
+    placed.forEach((a, k) => {
+      const v = c[a.key];
+      if (v === null || v === undefined) {
+        pen = false;
+        return;
+      }
+      const y = scales[k].map(v);
+      if (pen) ctx.lineTo(a.x, y);
+      else ctx.moveTo(a.x, y);
+      pen = true;
+    });
+    ctx.stroke();
+  };
+  // the runs left out first, faint; then the chosen, coloured by the metric
+  ctx.lineWidth = 1;
+  ctx.strokeStyle = "#bdbdbd";
+  ctx.globalAlpha = 0.35;
+  o.coords.forEach((c, i) => {
+    if (!o.chosen[i]) line(c);
+  });
+  ctx.globalAlpha = 0.85;
+  o.coords.forEach((c, i) => {
+    if (o.chosen[i] && i !== o.highlight) {
+      ctx.strokeStyle = colorOf(c);
+      line(c);
+    }
+  });
+  if (o.highlight !== undefined && o.highlight >= 0 && o.coords[o.highlight]) {
+    ctx.globalAlpha = 1;
+    ctx.lineWidth = 3;
+    ctx.strokeStyle = "#d62728";
+    line(o.coords[o.highlight]);
+  }
+  ctx.globalAlpha = 1;
+  // axes, their names and ends, the brushes
+  ctx.font = "11px sans-serif";
+  placed.forEach((a, k) => {
+    const s = scales[k];
+    ctx.strokeStyle = o.theme.muted;
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    ctx.moveTo(a.x, s.top);
+    ctx.lineTo(a.x, s.bottom);
+    ctx.stroke();
+    ctx.fillStyle = o.theme.text;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "bottom";
+    ctx.fillText(a.label, a.x, s.top - 14);
+    ctx.fillStyle = o.theme.muted;
+    ctx.textAlign = "right";
+    ctx.textBaseline = "middle";
+    const ticks = a.kind === "category" ? (a.categories ?? []).map((_, i) => i) : [a.lo, a.hi];
+    for (const t of ticks) {
+      // on a backing of the page's colour, so the lines do not hide it
+      const text = tickText(a, t);
+      const w = ctx.measureText(text).width;
+      ctx.globalAlpha = 0.85;
+      ctx.fillStyle = o.theme.background;
+      ctx.fillRect(a.x - 6 - w, s.map(t) - 7, w + 4, 14);
+      ctx.globalAlpha = 1;
+      ctx.fillStyle = o.theme.muted;
+      ctx.fillText(text, a.x - 4, s.map(t));
+    }
+    const brush = o.preview && o.preview[0] === a.key ? brushOf(a, o.preview[1], o.preview[2]) : o.brushes[a.key];
+    if (brush) {
+      const clamp = (/** @type {number} */ y) => Math.min(Math.max(y, s.top - 4), s.bottom + 4);
+      const y0 = clamp(s.map(brush[1]));
+      const y1 = clamp(s.map(brush[0]));
+      ctx.globalAlpha = 0.25;
+      ctx.fillStyle = "#1976d2";
+      ctx.fillRect(a.x - 8, Math.min(y0, y1), 16, Math.abs(y1 - y0));
+      ctx.globalAlpha = 1;
+      ctx.strokeStyle = "#1976d2";
+      ctx.strokeRect(a.x - 8, Math.min(y0, y1), 16, Math.abs(y1 - y0));
+    }
+  });
+  return placed;
+}
