@@ -107,9 +107,9 @@ def test_a_selected_cell_has_an_answer_before_the_first_evaluation(
     data = page_data(text)
     confusion = model_of(data, "ConfusionMatrix")["id"]
     group = next(g for g in data["groups"] if g["owner"] == confusion)
-    assert group["inputs"] == ["step", "selected"]
+    assert group["inputs"] == ["split", "step", "selected"]
     first = str(group["steps"][0])
-    cells = {key[1] for key in (e["key"] for e in group["entries"]) if key[0] == first}
+    cells = {key[2] for key in (e["key"] for e in group["entries"]) if key[1] == first}
     assert "[0,1]" in cells and "[]" in cells  # moving the scrubber there keeps a selection
 
 
