@@ -181,7 +181,20 @@ def measure(path: Path, n_steps: int, repeats: int) -> list[dict[str, Any]]:
     zoom_ms = (time.perf_counter() - t0) * 1000
     dash.close()
     run.close()
-    times = {"build_s": build_s, "step_ms": step_ms, "select_ms": select_ms, "zoom_ms": zoom_ms}
+    # the HealthReport's diagnosis (analysis over whole series), apart from the views' reads
+    fresh = nbviz.open_run(path)
+    t0 = time.perf_counter()
+    fresh.diagnose()
+    diagnose_s = time.perf_counter() - t0
+    fresh.close()
+    times = {
+        "build_s": build_s,
+        "views_s": max(build_s - diagnose_s, 1e-3),
+        "diagnose_s": diagnose_s,
+        "step_ms": step_ms,
+        "select_ms": select_ms,
+        "zoom_ms": zoom_ms,
+    }
     return [{**r, **times} for r in rows] + [{"view": "Layers+detail", "json": js, "binary": buf}]
 
 
@@ -193,6 +206,7 @@ def main() -> None:
     parser.add_argument("--hist-every", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=10, help="step changes timed")
     parser.add_argument("--keep", type=Path, default=None, help="build runs here and keep them")
+    parser.add_argument("--rounds", type=int, default=3, help="measurements per size (median)")
     args = parser.parse_args()
 
     with scratch("nbviz-widget-bench-", keep=args.keep) as root:
@@ -204,6 +218,7 @@ def main() -> None:
         summary = []
         growth: list[list[str]] = []
         first: dict[str, Any] | None = None
+        writes: dict[int, float] = {}
         for n_steps in args.steps:
             path = root / f"run-{n_steps}"
             t0 = time.perf_counter()
@@ -212,7 +227,19 @@ def main() -> None:
                     path, n_steps, args.layers, every=args.every, hist_every=args.hist_every
                 )
             write_s = time.perf_counter() - t0
-            rows = measure(path, n_steps, args.repeats)
+            writes[n_steps] = write_s
+        # every size measured --rounds times, the sizes taking turns: a machine whose load
+        # changes slows every size alike; the median of each time is shown
+        rounds: dict[int, list[list[dict[str, Any]]]] = {n: [] for n in args.steps}
+        for _ in range(args.rounds):
+            for n_steps in args.steps:
+                rounds[n_steps].append(measure(root / f"run-{n_steps}", n_steps, args.repeats))
+        for n_steps in args.steps:
+            path = root / f"run-{n_steps}"
+            write_s = writes[n_steps]
+            rows = rounds[n_steps][0]
+            for key in ("build_s", "views_s", "diagnose_s", "step_ms", "select_ms", "zoom_ms"):
+                rows[0][key] = float(np.median([r[0][key] for r in rounds[n_steps]]))
             total = 0
             for r in rows:
                 kb = (r["json"] + r["binary"]) / 1000
@@ -226,13 +253,14 @@ def main() -> None:
                 [f"{n_steps:,}", f"{write_s:.1f}", f"{rows[0]['build_s']:.2f}"]
                 + [f"{total / 1e6:.2f}", f"{rows[0]['step_ms']:.1f}"]
                 + [f"{rows[0]['select_ms']:.1f}", f"{rows[0]['zoom_ms']:.1f}"]
+                + [f"{rows[0]['diagnose_s']:.2f}", f"{rows[0]['views_s']:.2f}"]
             )
             first = first or rows[0]
             growth.append(
                 [f"{n_steps:,}"]
                 + [
                     f"{rows[0][k] / first[k]:.2f}x"
-                    for k in ("build_s", "select_ms", "step_ms", "zoom_ms")
+                    for k in ("build_s", "views_s", "select_ms", "step_ms", "zoom_ms")
                 ]
             )
             print(f"  built {path.name} in {write_s:.1f} s", file=sys.stderr, flush=True)
@@ -241,16 +269,24 @@ def main() -> None:
         print_table(["steps", "view", "JSON kB", "binary kB", "total kB"], per_view)
         print()
         print_table(
-            ["steps", "write s", "build s", "total MB", "step ms", "select ms", "zoom ms"], summary
+            ["steps", "write s", "build s", "total MB", "step ms", "select ms", "zoom ms"]
+            + ["diagnose s", "views s"],
+            summary,
         )
         print()
         print(f"Growth against {args.steps[0]:,} steps (same invocation)")
-        print_table(["steps", "build", "layer click", "scrubber move", "zoom 1%"], growth)
+        print_table(
+            ["steps", "build", "build less diagnosis", "layer click", "scrubber move", "zoom 1%"],
+            growth,
+        )
         print()
         print(
             "build s: nbviz.Dashboard(run) in Python; step ms: one scrubber step change "
             "(every view updates); select ms: choosing a layer in the LayerBrowser; zoom ms: "
-            "every scalar's rows over 1% of the run (its middle), as LossCurves.window reads them."
+            "every scalar's rows over 1% of the run (its middle), as LossCurves.window reads "
+            "them; diagnose s: run.diagnose() "
+            "alone (the HealthReport's analysis, which reads whole series); views s: build s "
+            "less diagnose s."
         )
 
 
