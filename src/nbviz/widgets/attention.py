@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import traitlets
 
+from nbviz.widgets.checks import id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 from nbviz.widgets.wire import array_trait_payload
@@ -65,13 +66,11 @@ class AttentionMaps(LiveView):
     _esm = esm("attention")
 
     step = linked_step("Linked step: the maps shown are the latest capture at or before it.")
-    sample = traitlets.Int(0, help="The probe sample shown.").tag(sync=True)
+    sample = id_trait(0, "The probe sample shown.", low=0, high=255)
     selected = traitlets.List(
         traitlets.Int(), help="[layer index, head] opened large, or empty."
     ).tag(sync=True)
-    query = traitlets.Int(-1, help="The query position whose attention colours the tokens.").tag(
-        sync=True
-    )
+    query = id_trait(-1, "The query position whose attention colours the tokens.", high=4096)
     layers = traitlets.List(traitlets.Unicode()).tag(sync=True)
     samples = traitlets.Int(0).tag(sync=True)
     tokens = traitlets.List(traitlets.Unicode(), help="The shown sample's tokens.").tag(sync=True)
@@ -84,6 +83,8 @@ class AttentionMaps(LiveView):
     flags = traitlets.List(traitlets.Unicode(), help="Per layer*heads: collapsed/uniform/''.").tag(
         sync=True
     )
+
+    _heads = 0
 
     def __init__(
         self, run: Any, sample: int = 0, *, step: int | None = None, live: bool = True, **kw: Any
@@ -132,6 +133,7 @@ class AttentionMaps(LiveView):
         stats = self._run.attention_stats()
         steps = self._steps
         heads = int(stats["head"].max()) + 1 if len(stats) else 0
+        self._heads = heads
         grid = np.full((len(self.layers), heads, len(steps)), np.nan, dtype=np.float32)
         if len(stats):
             mean = stats.groupby(["layer", "head", "step"], sort=False)["entropy"].mean()
@@ -172,9 +174,27 @@ class AttentionMaps(LiveView):
     @traitlets.validate("sample")
     def _check_sample(self, proposal: Any) -> int:
         value = proposal["value"]
-        if value < 0 or (self.samples and value >= self.samples):
+        if value >= max(self.samples, 1):
             raise traitlets.TraitError(
                 f"AttentionMaps.sample: {value} is not one of the {self.samples} probe samples"
+            )
+        return value
+
+    @traitlets.validate("selected")
+    def _check_selected(self, proposal: Any) -> list[int]:
+        value = list(proposal["value"])
+        if not value:
+            return value
+        heads = max(self._heads, 1)
+        if (
+            len(value) != 2
+            or any(isinstance(v, bool) for v in value)
+            or not 0 <= value[0] < max(len(self.layers), 1)
+            or not 0 <= value[1] < heads
+        ):
+            raise traitlets.TraitError(
+                f"AttentionMaps.selected: {value!r} is not [layer index, head] within "
+                f"{len(self.layers)} layers and {heads} heads (or [] for none)"
             )
         return value
 
