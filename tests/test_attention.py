@@ -292,3 +292,32 @@ def test_bad_masks_are_refused_naming_the_value(tmp_path):
         assert probe._mask.dtype == torch.bool
         probe.set_mask(None)
         probe.close()
+
+
+# ------------------------------------------------------------------------ diagnosis
+
+
+def test_a_planted_collapsed_head_is_found_and_named(tmp_path):
+    from training import language_model_run
+
+    run_dir = language_model_run(tmp_path / "lm", steps=12, every=3, collapse=(1, 2))
+    run = nbviz.open_run(run_dir)
+    findings = run.diagnose()
+    run.close()
+    collapsed = findings[findings["check"] == "attention_collapse"]
+    assert len(collapsed) == 1
+    row = collapsed.iloc[0]
+    assert row["layer"] == "blocks.1.attn" and row["evidence"]["head"] == 2
+    assert row["severity"] == "warning" and row["step"] == 0
+    assert row["evidence"]["entropy"] < 0.15 and row["evidence"]["from_first_capture"]
+    assert "Head 2 of blocks.1.attn has collapsed from the first capture" in row["message"]
+    assert row["cause"] == "architecture" and "initialisation" in row["advice"]
+
+
+def test_healthy_heads_are_not_called_collapsed(tmp_path):
+    from training import language_model_run
+
+    run = nbviz.open_run(language_model_run(tmp_path / "lm", steps=9, every=3))
+    findings = run.diagnose()
+    run.close()
+    assert "attention_collapse" not in set(findings["check"])
