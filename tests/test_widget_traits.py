@@ -43,6 +43,7 @@ VIEWS: dict[str, Callable[[Any], Any]] = {
     "EmbeddingProjector": lambda run: nbviz.EmbeddingProjector(run, method="pca", live=False),
     "HealthReport": lambda run: nbviz.HealthReport(run, live=False),
     "RunsTable": lambda run: nbviz.RunsTable([run], live=False),
+    "AttentionMaps": lambda run: nbviz.AttentionMaps(run, live=False),
 }
 _OUTPUTS = (traitlets.Bytes, traitlets.Dict)
 _BASE = {"layout", "tabbable", "tooltip", "comm", "keys", "log"}

@@ -146,3 +146,41 @@ def nan_run(path: Path, nan_at: int = 7, steps: int = 15) -> Path:
                 if step in (5, 10):
                     run.evaluate(step, model, loader, embed_layer="act2")
     return path
+
+
+def language_model_run(
+    path: Path, steps: int = 12, every: int = 3, collapse: tuple[int, int] | None = None
+) -> Path:
+    """A small GPT-style model trained on synthetic text, its attention recorded.
+
+    ``collapse=(block, head)`` plants a collapsed head: that head's query and key
+    projections scaled up 60x, so each query puts nearly all its weight on one key.
+    Returns the run directory (closed).
+    """
+    from reference_models import GPT, GPTConfig, next_token_loss, token_batch
+
+    config = GPTConfig(vocab=48, context=10, width=32, heads=4, blocks=2)
+    torch.manual_seed(0)
+    model = GPT(config)
+    if collapse is not None:
+        block, head = collapse
+        d = config.width // config.heads
+        with torch.no_grad():
+            qkv = model.blocks[block].attn.qkv.weight
+            for part in (0, 1):  # the query and key rows of that head
+                rows = slice(part * config.width + head * d, part * config.width + (head + 1) * d)
+                qkv[rows] *= 60.0
+    gen = torch.Generator().manual_seed(1)
+    probe_ids = token_batch(gen, 2, config.context, config.vocab)
+    words = [f"w{i}" for i in range(config.vocab)]
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    with nbviz.Run(path) as run:
+        run.watch(model, every=every, attention=probe_ids, tokens=lambda i: words[i])
+        for step in range(steps):
+            ids = token_batch(gen, 8, config.context + 1, config.vocab)
+            loss = next_token_loss(model(ids[:, :-1]), ids[:, 1:])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            run.log(step, train_loss=loss)
+    return Path(path)

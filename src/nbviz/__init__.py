@@ -32,6 +32,7 @@ _PUBLIC = {
     "HealthReport": "nbviz.widgets.health",
     "DataMap": "nbviz.widgets.data_map",
     "Profiler": "nbviz.widgets.profiler",
+    "AttentionMaps": "nbviz.widgets.attention",
 }
 
 __all__ = ["__version__", *sorted(_PUBLIC)]

@@ -29,6 +29,7 @@ import pandas as pd
 
 from nbviz.analysis.causes import Context, link
 from nbviz.analysis.checks import (
+    attention,
     class_balance,
     class_errors,
     dead_units,
@@ -71,6 +72,7 @@ CHECKS: dict[str, Callable[[Any], list[Finding]]] = {
     "bad_init": init_scale.check,
     "dead_units": dead_units.check,
     "saturated_units": saturation.check,
+    "attention_collapse": attention.check,
     "vanishing_gradients": gradients.check_vanishing,
     "exploding_gradients": gradients.check_exploding,
     "learning_rate_too_low": learning_rate.check_too_low,

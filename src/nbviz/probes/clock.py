@@ -193,6 +193,8 @@ class StepClock:
         capture, self._capture = self._capture, None
         if capture is not None:
             self._record_capture(capture)
+        if self._attention is not None and self._tag % self.hist_every == 0:
+            self._record_attention()
         self._write_summary()
 
 

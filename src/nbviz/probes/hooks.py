@@ -54,6 +54,7 @@ class ModuleHooks:
     _shapes: dict[str, list[int]]  # module name -> output shape at its first call
     _exec_order: dict[str, int]  # module name -> order of its first call
     _unit_dims: dict[str, int | None]
+    _mask: torch.Tensor | None  # (batch, tokens): True where a position counts
 
     def _setup_hooks(self, model: nn.Module) -> None:
         """The sentinel and its slots: the watched modules' outputs, then the parameters."""
@@ -131,10 +132,17 @@ class ModuleHooks:
             ud = self._unit_dims.get(name)
             if ud is not None and (x.dim() <= ud or x.shape[ud] != self._shapes[name][ud]):
                 ud = None  # the unit count changed: statistics only
+            mask = self._mask
+            if mask is not None and x.dim() >= 3 and x.shape[:2] == mask.shape:
+                x, ud = masked(x, mask, ud)
             entry = capture.add_clean(
                 (name, "activation"), x, ud, self._hist_for(name, "activation")
             )
-            self._sentinel.add(slot, entry.witness)  # the statistics tell finiteness too
+            # the statistics tell finiteness too (of the positions kept: with a
+            # mask, the sentinel takes the whole output's sum)
+            self._sentinel.add(
+                slot, entry.witness if x.shape == live.shape else finite.checksum(live)
+            )
         if self._watch_grads and live.requires_grad:
             live.register_hook(partial(self._on_output_grad, name))
 
@@ -188,6 +196,9 @@ class ModuleHooks:
             return
         if self._grad_scale is not None:
             grad = grad * self._grad_scale  # the gradient of the ranks' mean loss (DDP's)
+        mask = self._mask
+        if mask is not None and grad.dim() >= 3 and grad.shape[:2] == mask.shape:
+            grad = masked(grad, mask, None)[0]
         capture.add_clean((name, "gradient"), grad, None, self._hist_for(name, "gradient"))
 
     def _check_grads(self) -> None:
@@ -221,6 +232,12 @@ class ModuleHooks:
             if value is None:
                 value = sums[slot_of_value] = finite.checksum(g)
             add(slot, value)
+
+
+def masked(x: torch.Tensor, mask: torch.Tensor, ud: int | None) -> tuple[torch.Tensor, int | None]:
+    """The positions of ``x`` (batch, tokens, ...) where ``mask`` is True, as (kept, ...),
+    and the unit dimension there (one less; None where it was batch or tokens)."""
+    return x[mask], (ud - 1 if ud is not None and ud >= 2 else None)
 
 
 def _noop(*args: Any) -> None:

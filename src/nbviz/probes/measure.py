@@ -44,6 +44,7 @@ class StepMeasure:
     _init_norm: list[float]
     _prev: list[torch.Tensor]  # the weights when the capture step began, then scratch
     captures: int
+    _attention: Any  # the attention= capture (nbviz.probes.attention_capture), or None
 
     def _setup_measure(self) -> None:
         self._capture = None
@@ -147,6 +148,18 @@ class StepMeasure:
             self._emit(results, norms)
             self._report_divergence(diverged)
         self._report_nonfinite(first_bad=first_bad, ranks=ranks)
+
+    def _record_attention(self) -> None:
+        """The probe batch's attention maps, after this step's update (``attention=``)."""
+        model = self._model_ref()
+        if model is None:
+            return
+        root = model._orig_mod if self.compiled else model
+        rows, grew = self._attention.record(root, self._tag)
+        if rows:
+            self._sink.insert("attention", rows)
+        if grew:
+            self._set_meta("attention", self._attention.meta())
 
     def _checksums_extra(self) -> torch.Tensor:
         """Sums and sums of squares of what rank 0's weight statistics do not cover."""

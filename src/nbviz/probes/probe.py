@@ -46,6 +46,7 @@ import torch
 from torch import nn
 
 from nbviz.probes import distributed as dd
+from nbviz.probes.attention_capture import attention_capture
 from nbviz.probes.clock import StepClock
 from nbviz.probes.hooks import ModuleHooks
 from nbviz.probes.measure import StepMeasure
@@ -110,7 +111,10 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
     every layer and parameter name (``name="D"``: ``D.0``, ``D.0.weight``), which
     tells apart two models watched in one run (a GAN's generator and discriminator);
     ``rank_shards`` (several ranks only) also writes each rank's own statistics
-    to ``<run>/ranks/<rank>/``.
+    to ``<run>/ranks/<rank>/``; ``attention`` a fixed probe batch whose attention
+    maps are recorded every ``hist_every`` steps, ``tokens`` the text of its
+    positions (see :mod:`nbviz.probes.attention_capture`). ``probe.set_mask(mask)``
+    leaves padding out of the statistics (see :meth:`Probe.set_mask`).
     """
 
     def __init__(
@@ -131,6 +135,8 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
         name: str | None = None,
         rank_shards: bool = False,
         dist: dd.RankContext | None = None,
+        attention: Any = None,
+        tokens: Any = None,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"watch: expected a torch.nn.Module, got {type(model).__name__}")
@@ -255,6 +261,15 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
 
                 self._shard = Writer(Path(sink.run_dir) / "ranks" / str(dist.rank))
 
+        if attention is not None and dist is not None:
+            raise ValueError(
+                "watch: attention= records in a single process; leave it out under "
+                "torch.distributed (or record it on one rank's own copy of the model)"
+            )
+        self._attention = attention_capture(
+            model._orig_mod if self.compiled else model, attention, tokens, prefix
+        )
+        self._mask: torch.Tensor | None = None
         self._setup_hooks(model)
         self._setup_measure()
         self._setup_clock(first_step, optimizer)
@@ -263,6 +278,9 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
         self._write_config()
         if dist is not None:
             self._write_distributed(model, rank_shards)
+        if self._attention is not None:
+            self.notes.extend(self._attention.notes)
+            self._set_meta("attention", self._attention.meta())
 
     # ------------------------------------------------------------------ public
     @property
@@ -312,6 +330,39 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
         finally:
             if not self.closed:
                 self._attach(model, self._optimizer)
+
+    def set_mask(self, mask: torch.Tensor | Any | None) -> None:
+        """Leave padding out of the statistics from the next captured step on.
+
+        ``mask``: ``(batch, tokens)``, True (or 1) where a position is a real token.
+        Every watched output and output gradient whose first two dimensions are
+        ``(batch, tokens)`` is summarised over the positions kept only (moments,
+        per-unit maps and dead units, histograms); others are as before. It holds
+        until set again (a loop with padding sets it before each forward);
+        ``None`` removes it. The non-finite sentinel still checks every element.
+        """
+        if mask is None:
+            self._mask = None
+            return
+        if not isinstance(mask, torch.Tensor):
+            try:
+                mask = torch.as_tensor(mask)
+            except (TypeError, ValueError, RuntimeError):
+                raise TypeError(
+                    f"set_mask: mask must be a (batch, tokens) tensor of booleans, got "
+                    f"{type(mask).__name__}"
+                ) from None
+        if mask.dim() != 2:
+            raise ValueError(
+                f"set_mask: mask must be (batch, tokens), got shape {tuple(mask.shape)}"
+            )
+        if mask.dtype != torch.bool:
+            if mask.is_floating_point() or mask.is_complex() or ((mask != 0) & (mask != 1)).any():
+                raise ValueError(
+                    f"set_mask: mask must hold booleans (or 0/1), got {mask.dtype} values"
+                )
+            mask = mask != 0
+        self._mask = mask.detach().to(self.device)
 
     def flush(self) -> None:
         """Hand everything recorded so far to the writer (ends nothing in progress)."""

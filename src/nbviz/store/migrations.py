@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from nbviz.store.encoding import pack_counts
 from nbviz.store.summaries import rebuild_all
-from nbviz.store.tables import DDL_OF_VERSION, OUTPUTS_DDL
+from nbviz.store.tables import ATTENTION_DDL, DDL_OF_VERSION, OUTPUTS_DDL
 
 __all__ = ["MIGRATIONS"]
 
@@ -66,8 +66,14 @@ def _add_outputs(conn: sqlite3.Connection) -> None:
     conn.execute(OUTPUTS_DDL)
 
 
+def _add_attention(conn: sqlite3.Connection) -> None:
+    """Schema 4 -> 5: the ``attention`` table (a probe batch's attention maps per layer)."""
+    conn.execute(ATTENTION_DDL)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_captures,
     2: _series_ids,
     3: _add_outputs,
+    4: _add_attention,
 }

@@ -12,7 +12,8 @@ Each table's queries live in a module of their own, on the shared base of
 - :mod:`~nbviz.store.samples`: ``samples`` and ``captures``;
 - :mod:`~nbviz.store.embeddings`: ``embeddings`` and ``projections``;
 - :mod:`~nbviz.store.profiles`: ``profiles``;
-- :mod:`~nbviz.store.summary_queries`: bounded reads of long runs (summaries, seeks).
+- :mod:`~nbviz.store.summary_queries`: bounded reads of long runs (summaries, seeks);
+- :mod:`~nbviz.store.attention`: ``attention``.
 
 A Reader can follow a run that another process is writing: every call is a
 fresh read transaction, so it sees the latest commit. Each thread gets its own
@@ -22,6 +23,7 @@ connection, so one Reader may be shared between threads. Where a query takes
 
 from __future__ import annotations
 
+from nbviz.store.attention import AttentionQueries
 from nbviz.store.embeddings import EmbeddingQueries
 from nbviz.store.events import EventQueries
 from nbviz.store.histograms import HistogramQueries, HistogramRows
@@ -48,6 +50,7 @@ class Reader(
     EmbeddingQueries,
     ProfileQueries,
     SummaryQueries,
+    AttentionQueries,
 ):
     """Read-only access to one run directory: ``Reader(run_dir, must_exist=True)``.
 

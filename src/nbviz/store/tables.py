@@ -17,7 +17,7 @@ that a view reads a bounded amount of a run however long it is.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SIGNALS = ("activation", "gradient", "weight", "update")
 
 # Column order of every table: the order of the tuples handed to Writer.insert.
@@ -101,6 +101,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         "maps",
         "maps_shape",
     ),
+    "attention": ("step", "layer", "position", "maps", "dtype", "shape", "stats"),
 }
 
 _CAPTURES_DDL = """CREATE TABLE IF NOT EXISTS captures(
@@ -262,12 +263,19 @@ OUTPUTS_DDL = """CREATE TABLE IF NOT EXISTS outputs(
         targets BLOB, targets_dtype TEXT, targets_shape TEXT, targets_from TEXT,
         PRIMARY KEY(split, step))"""
 
-DDL: tuple[str, ...] = (*_DDL_V3, OUTPUTS_DDL)
+# Schema 5: a probe batch's attention maps, one row per attention layer and capture step.
+ATTENTION_DDL = """CREATE TABLE IF NOT EXISTS attention(
+        step INTEGER NOT NULL, layer TEXT NOT NULL, position INTEGER NOT NULL,
+        maps BLOB NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL, stats BLOB NOT NULL,
+        PRIMARY KEY(layer, step))"""
+
+DDL: tuple[str, ...] = (*_DDL_V3, OUTPUTS_DDL, ATTENTION_DDL)
 
 #: The DDL of each schema version this nbviz reads: what a run of that version holds.
 DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
     1: tuple(d for d in _DDL_V2 if d is not _CAPTURES_DDL),
     2: _DDL_V2,
     3: _DDL_V3,
-    4: DDL,
+    4: (*_DDL_V3, OUTPUTS_DDL),
+    5: DDL,
 }

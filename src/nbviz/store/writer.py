@@ -50,6 +50,7 @@ _BULKY = frozenset(
         "projections",
         "profiles",
         "captures",
+        "attention",
         "events",
         "meta",
     }

@@ -1,0 +1,305 @@
+// AttentionMaps: a layer x head grid of one probe sample's attention maps at the
+// capture in view, a slider over the captures, each head's entropy over training
+// (collapsed and uniform heads marked), and a chosen map opened large with its
+// tokens: a click on a row (a query) or on a token colours what that token attends to.
+import { rgbToCss, viridis } from "./lib/color.js";
+import { el, fillSelect, on, select } from "./lib/dom.js";
+import { formatNumber, formatStep } from "./lib/format.js";
+import { bindCells, drawHeatmap } from "./lib/heatmap.js";
+import { makeScale, sizeCanvas, themeColors } from "./lib/linechart.js";
+import { listen, save } from "./lib/model.js";
+import { guard, present, viewState } from "./lib/state.js";
+import { snapIndex } from "./lib/steps.js";
+import { decodeArray } from "./lib/wire.js";
+
+const CELL = 72; // px per map in the grid
+const BIG = 300; // px of the opened map
+const CHART_W = 380;
+const CHART_H = 170;
+
+/**
+ * One map of a (layers, heads, queries, keys) array, scaled to its own maximum.
+ * @param {ArrayLike<number>} data
+ * @param {number[]} shape
+ * @param {number} layer
+ * @param {number} head
+ * @returns {{values: Float32Array, raw: Float32Array, max: number}}
+ */
+export function mapOf(data, shape, layer, head) {
+  const [, heads, q, k] = shape;
+  const size = q * k;
+  const start = (layer * heads + head) * size;
+  const raw = new Float32Array(size);
+  let max = 0;
+  for (let i = 0; i < size; i++) {
+    raw[i] = data[start + i];
+    if (raw[i] > max) max = raw[i];
+  }
+  const values = new Float32Array(size);
+  for (let i = 0; i < size; i++) values[i] = max > 0 ? raw[i] / max : 0;
+  return { values, raw, max };
+}
+
+/**
+ * @param {{model: import("./lib/model.js").AnyModel, el: HTMLElement}} ctx
+ */
+function render({ model, el: root }) {
+  root.classList.add("nbviz", "nbviz-attention");
+  const slider = /** @type {HTMLInputElement} */ (
+    el("input", { class: "nbviz-attn-slider", attrs: { type: "range", min: 0, max: 0, step: 1, "aria-label": "capture step" } })
+  );
+  const stepLabel = el("span", { class: "nbviz-attn-step" });
+  const sampleSelect = select("nbviz-attn-sample", "sample");
+  const flagsLine = el("div", { class: "nbviz-attn-flags" });
+  const toolbar = el("div", { class: "nbviz-toolbar" }, [
+    el("label", {}, ["capture ", slider]),
+    stepLabel,
+    el("label", {}, ["sample ", sampleSelect]),
+  ]);
+  const grid = el("div", { class: "nbviz-attn-grid" });
+  const chart = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-attn-entropy" }));
+  const chartCaption = el("div", { class: "nbviz-attn-caption" });
+  const bigTitle = el("div", { class: "nbviz-hist-title nbviz-attn-bigtitle" });
+  const big = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-attn-big" }));
+  const bigCaption = el("div", { class: "nbviz-attn-caption nbviz-attn-readout" });
+  const tokenStrip = el("div", { class: "nbviz-attn-tokens" });
+  const tokenCaption = el("div", { class: "nbviz-attn-caption nbviz-attn-token-caption" });
+  const detail = el("div", { class: "nbviz-attn-detail" }, [bigTitle, big, bigCaption, tokenStrip, tokenCaption]);
+  const body = el("div", { class: "nbviz-attn" }, [
+    toolbar,
+    flagsLine,
+    el("div", { class: "nbviz-attn-main" }, [
+      grid,
+      el("div", {}, [el("div", { class: "nbviz-hist-title", text: "entropy per head over training (0: one token, 1: uniform)" }), chart, chartCaption]),
+      detail,
+    ]),
+  ]);
+
+  /** @type {{data: ArrayLike<number>, shape: number[]} | null} */
+  let maps = null;
+  /** @type {{data: ArrayLike<number>, shape: number[]} | null} */
+  let entropy = null;
+  /** @type {ArrayLike<number>} */
+  let steps = [];
+  /** @type {((e: {clientX: number, clientY: number}) => ({row: number, col: number} | null)) | null} */
+  let bigCells = null;
+
+  const decode = () => {
+    const m = model.get("maps");
+    maps = m && m.data ? decodeArray(m) : null;
+    const e = model.get("entropy");
+    entropy = e && e.data ? decodeArray(e) : null;
+    const s = model.get("capture_steps");
+    steps = s && s.data ? decodeArray(s).data : [];
+  };
+
+  const selected = () => {
+    const sel = model.get("selected") || [];
+    if (!maps || sel.length !== 2) return null;
+    const [layer, head] = sel;
+    if (layer < 0 || layer >= maps.shape[0] || head < 0 || head >= maps.shape[1]) return null;
+    return { layer, head };
+  };
+
+  const drawGrid = () => {
+    grid.replaceChildren();
+    if (!maps) return;
+    const [layers, heads] = maps.shape;
+    const names = /** @type {string[]} */ (model.get("layers") || []);
+    const flags = /** @type {string[]} */ (model.get("flags") || []);
+    const sel = selected();
+    grid.style.gridTemplateColumns = `auto repeat(${heads}, ${CELL + 4}px)`;
+    grid.append(el("span"));
+    for (let h = 0; h < heads; h++) grid.append(el("span", { class: "nbviz-attn-colname", text: `head ${h}` }));
+    for (let l = 0; l < layers; l++) {
+      grid.append(el("span", { class: "nbviz-attn-rowname", text: names[l] ?? `layer ${l}`, attrs: { title: names[l] ?? "" } }));
+      for (let h = 0; h < heads; h++) {
+        const canvas = /** @type {HTMLCanvasElement} */ (
+          el("canvas", {
+            class: ["nbviz-attn-cell", flags[l * heads + h] ? `nbviz-${flags[l * heads + h]}` : ""],
+            attrs: { "data-layer": l, "data-head": h, title: `${names[l] ?? ""} head ${h}${flags[l * heads + h] ? ` (${flags[l * heads + h]})` : ""}` },
+          })
+        );
+        if (sel && sel.layer === l && sel.head === h) canvas.classList.add("nbviz-selected");
+        const { values } = mapOf(maps.data, maps.shape, l, h);
+        drawHeatmap(canvas, values, { rows: maps.shape[2], cols: maps.shape[3], width: CELL, height: CELL, scale: (v) => viridis(Math.sqrt(v)) });
+        canvas.addEventListener("click", () => save(model, { selected: [l, h], query: -1 }));
+        grid.append(canvas);
+      }
+    }
+  };
+
+  const drawChart = () => {
+    const ctx = sizeCanvas(chart, CHART_W, CHART_H);
+    const colors = themeColors(root);
+    if (!entropy || !steps.length) return;
+    const [layers, heads, n] = entropy.shape;
+    const left = 30;
+    const sx = makeScale(steps[0], steps[n - 1] > steps[0] ? steps[n - 1] : steps[0] + 1, left, CHART_W - 6).map;
+    const sy = makeScale(0, 1, CHART_H - 16, 6).map;
+    ctx.strokeStyle = colors.muted;
+    ctx.fillStyle = colors.muted;
+    ctx.font = "10px sans-serif";
+    for (const v of [0, 0.5, 1]) {
+      ctx.fillText(String(v), 4, sy(v) + 3);
+      ctx.globalAlpha = 0.25;
+      ctx.beginPath();
+      ctx.moveTo(left, sy(v));
+      ctx.lineTo(CHART_W - 6, sy(v));
+      ctx.stroke();
+      ctx.globalAlpha = 1;
+    }
+    const flags = /** @type {string[]} */ (model.get("flags") || []);
+    const sel = selected();
+    /** @param {number} l @param {number} h @param {string} stroke @param {number} width */
+    const line = (l, h, stroke, width) => {
+      ctx.strokeStyle = stroke;
+      ctx.lineWidth = width;
+      ctx.beginPath();
+      let started = false;
+      for (let i = 0; i < n; i++) {
+        const v = entropy.data[(l * heads + h) * n + i];
+        if (!Number.isFinite(v)) continue;
+        const x = sx(steps[i]);
+        const y = sy(v);
+        if (started) ctx.lineTo(x, y);
+        else ctx.moveTo(x, y);
+        started = true;
+        if (n === 1) ctx.arc(x, y, 2, 0, 2 * Math.PI);
+      }
+      ctx.stroke();
+    };
+    for (let l = 0; l < layers; l++) {
+      for (let h = 0; h < heads; h++) {
+        const flag = flags[l * heads + h];
+        line(l, h, flag === "collapsed" ? "#c62828" : flag === "uniform" ? "#1565c0" : "rgba(120,120,120,0.5)", 1);
+      }
+    }
+    if (sel) line(sel.layer, sel.head, "#d81b60", 2.5);
+    const shown = model.get("shown_step");
+    if (shown >= 0) {
+      ctx.strokeStyle = "#d81b60";
+      ctx.lineWidth = 1;
+      ctx.setLineDash([3, 3]);
+      ctx.beginPath();
+      ctx.moveTo(sx(shown), 4);
+      ctx.lineTo(sx(shown), CHART_H - 14);
+      ctx.stroke();
+      ctx.setLineDash([]);
+    }
+    ctx.fillStyle = colors.muted;
+    ctx.fillText(`step ${formatStep(steps[0])}`, left, CHART_H - 2);
+    const lastText = `step ${formatStep(steps[n - 1])}`;
+    ctx.fillText(lastText, CHART_W - 6 - ctx.measureText(lastText).width, CHART_H - 2);
+    chartCaption.textContent = sel
+      ? `pink: ${(model.get("layers") || [])[sel.layer] ?? ""} head ${sel.head}; red dashed: collapsed, blue dashed: uniform`
+      : "red: collapsed heads, blue: uniform heads; click a map to follow one head";
+  };
+
+  const drawDetail = () => {
+    const sel = selected();
+    detail.style.display = sel ? "" : "none";
+    bigCells = null;
+    if (!sel || !maps) return;
+    const names = /** @type {string[]} */ (model.get("layers") || []);
+    const tokens = /** @type {string[]} */ (model.get("tokens") || []);
+    const [, , q, k] = maps.shape;
+    const { values, raw } = mapOf(maps.data, maps.shape, sel.layer, sel.head);
+    const query = model.get("query");
+    bigTitle.textContent = `${names[sel.layer] ?? ""}, head ${sel.head} (step ${formatStep(model.get("shown_step"))}): rows are queries, columns keys`;
+    const drawn = drawHeatmap(big, values, {
+      rows: q,
+      cols: k,
+      width: BIG,
+      height: BIG,
+      scale: (v) => viridis(Math.sqrt(v)),
+    });
+    bigCells = drawn.cellFromEvent;
+    if (query >= 0 && query < q) {
+      const ctx = /** @type {CanvasRenderingContext2D} */ (big.getContext("2d"));
+      ctx.strokeStyle = "#d81b60";
+      ctx.lineWidth = 2;
+      ctx.strokeRect(1, (query * BIG) / q, BIG - 2, Math.max(BIG / q, 2));
+    }
+    // the tokens, coloured by the chosen query's attention
+    let rowMax = 0;
+    if (query >= 0 && query < q) for (let j = 0; j < k; j++) rowMax = Math.max(rowMax, raw[query * k + j]);
+    const spans = [];
+    for (let j = 0; j < k; j++) {
+      const w = query >= 0 && query < q ? raw[query * k + j] : 0;
+      const span = el("span", {
+        class: ["nbviz-attn-token", j === query ? "nbviz-query" : ""],
+        text: tokens[j] ?? String(j),
+        attrs: { "data-pos": j, title: query >= 0 ? `weight ${formatNumber(w)}` : "click: what this token attends to" },
+      });
+      if (rowMax > 0) span.style.background = rgbToCss([216, 27, 96], 0.08 + 0.8 * (w / rowMax));
+      span.addEventListener("click", () => save(model, { query: j }));
+      spans.push(span);
+    }
+    tokenStrip.replaceChildren(...spans);
+    tokenCaption.textContent =
+      query >= 0 && query < q
+        ? `what "${tokens[query] ?? query}" (position ${query}) attends to: darker is more`
+        : "click a row of the map or a token to see what it attends to";
+  };
+
+  const draw = guard(root, "Drawing the attention maps", () => {
+    if (!present(root, body, viewState(model))) return;
+    const n = steps.length;
+    slider.max = String(Math.max(n - 1, 0));
+    slider.disabled = n <= 1;
+    const shown = model.get("shown_step");
+    if (n) slider.value = String(Math.max(snapIndex(steps, model.get("step")), 0));
+    stepLabel.textContent = shown >= 0 ? `step ${formatStep(shown)} (capture ${Number(slider.value) + 1} of ${n})` : "no capture at or before this step";
+    const samples = model.get("samples") || 0;
+    fillSelect(sampleSelect, Array.from({ length: samples }, (_, i) => [String(i), String(i)]));
+    sampleSelect.value = String(model.get("sample"));
+    const flags = /** @type {string[]} */ (model.get("flags") || []);
+    const names = /** @type {string[]} */ (model.get("layers") || []);
+    const heads = maps ? maps.shape[1] : 1;
+    const marked = flags
+      .map((f, i) => (f ? `${names[Math.floor(i / heads)] ?? ""} head ${i % heads}: ${f}` : ""))
+      .filter(Boolean);
+    flagsLine.textContent = marked.length ? `At the last capture: ${marked.join("; ")}` : "";
+    drawGrid();
+    drawChart();
+    drawDetail();
+  });
+
+  const stops = [
+    on(slider, "input", () => {
+      const i = Number(slider.value);
+      if (i >= 0 && i < steps.length) save(model, { step: steps[i] });
+    }),
+    on(sampleSelect, "change", () => save(model, { sample: Number(sampleSelect.value), query: -1 })),
+    bindCells(big, () => bigCells, {
+      hover: (cell) => {
+        const tokens = /** @type {string[]} */ (model.get("tokens") || []);
+        const sel = selected();
+        if (!cell || !sel || !maps) {
+          bigCaption.textContent = "";
+          return;
+        }
+        const { raw } = mapOf(maps.data, maps.shape, sel.layer, sel.head);
+        const w = raw[cell.row * maps.shape[3] + cell.col];
+        bigCaption.textContent = `"${tokens[cell.row] ?? cell.row}" \u2192 "${tokens[cell.col] ?? cell.col}": ${formatNumber(w)}; click to pick this query`;
+      },
+      leave: () => {
+        bigCaption.textContent = "";
+      },
+      click: (cell) => save(model, { query: cell.row }),
+    }),
+    listen(model, ["maps", "entropy", "capture_steps"], () => {
+      decode();
+      draw();
+    }),
+    listen(model, ["step", "shown_step", "sample", "selected", "query", "tokens", "layers", "flags", "samples", "empty", "error"], draw),
+  ];
+  decode();
+  draw();
+  return () => {
+    for (const stop of stops) stop();
+  };
+}
+
+export default { render };

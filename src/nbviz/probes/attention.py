@@ -1,0 +1,295 @@
+"""Attention maps of a fixed probe batch: what each head of each layer looks at.
+
+``run.watch(model, attention=probe_batch)`` runs the model once more on
+``probe_batch`` at every histogram step (``hist_every``), after that step's
+update, in eval mode under ``torch.no_grad()`` and with the random number
+generators' state put back afterwards, so training is untouched (bitwise). During
+that one forward a :class:`~torch.overrides.TorchFunctionMode` sees every call of
+
+* ``F.scaled_dot_product_attention`` (however the model spells the call): the map
+  is recomputed from its ``q`` and ``k`` (``softmax(q k^T * scale + mask)``, with
+  ``attn_mask``, ``is_causal``, ``scale`` and grouped-query heads as the call
+  gives them) and the call itself runs unchanged;
+* ``F.multi_head_attention_forward`` (``nn.MultiheadAttention``, and so
+  ``nn.TransformerEncoder``/``Decoder`` layers, whose fast path is off while a
+  mode is active): called once more with ``need_weights=True,
+  average_attn_weights=False`` for the per-head map, and once as the model asked.
+
+Each call is named after the innermost module running it (``blocks.0.attn``,
+``encoder.layers.1.self_attn``; a second call inside one module gets ``#1``).
+Models that compute ``softmax(q @ k.T)`` by hand are not seen.
+
+Cost, bounded: one forward of at most :data:`MAX_SAMPLES` samples per histogram
+step, plus one ``q k^T`` per attention call; stored per layer and capture
+``samples x heads x queries x keys`` float16 values (4 samples, 4 heads, 64
+tokens: 128 KiB) and per sample and head three float32 statistics.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+__all__ = [
+    "HEAD_STATS",
+    "MAX_SAMPLES",
+    "MAX_TOKENS",
+    "AttentionCall",
+    "head_statistics",
+    "record_attention",
+    "sdpa_weights",
+]
+
+#: At most this many samples of the probe batch are recorded.
+MAX_SAMPLES = 8
+#: Queries or keys beyond this many are refused (maps grow with their square).
+MAX_TOKENS = 256
+#: Per sample and head: mean normalised entropy of the queries' distributions
+#: (0 = each query looks at one key, 1 = uniform over the keys it may see), mean
+#: of each query's largest weight, and the RMS of the head's output (NaN where the
+#: call does not show it: nn.MultiheadAttention mixes heads before returning).
+HEAD_STATS = ("entropy", "max_weight", "output_rms")
+
+_SDPA = F.scaled_dot_product_attention
+_MHA = F.multi_head_attention_forward
+_MHA_SIGNATURE = inspect.signature(_MHA)
+
+
+def sdpa_weights(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    """The attention weights ``F.scaled_dot_product_attention`` applies, in float32.
+
+    ``softmax(q k^T * scale + mask)`` over the keys; a causal mask is aligned top
+    left as the function's own; a boolean ``attn_mask`` marks the keys that take
+    part. A query that may see no key gets zeros (the function gives NaN there).
+    """
+    return _softmax_masked(_scores(q, k, scale, enable_gqa), attn_mask, is_causal)[0]
+
+
+def _scores(q: torch.Tensor, k: torch.Tensor, scale: Any, enable_gqa: bool) -> torch.Tensor:
+    """``q k^T * scale`` in float32, the keys' heads repeated for grouped-query attention."""
+    qf, kf = q.detach().float(), k.detach().float()
+    if enable_gqa and kf.shape[-3] != qf.shape[-3]:
+        kf = kf.repeat_interleave(qf.shape[-3] // kf.shape[-3], dim=-3)
+    scale = 1.0 / math.sqrt(qf.shape[-1]) if scale is None else float(scale)
+    return torch.matmul(qf, kf.transpose(-2, -1)) * scale
+
+
+def _softmax_masked(
+    scores: torch.Tensor, attn_mask: torch.Tensor | None, is_causal: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``softmax(scores + mask)`` and, per query, the number of keys it may see."""
+    n_q, n_k = scores.shape[-2], scores.shape[-1]
+    if is_causal:
+        allowed = torch.ones(n_q, n_k, dtype=torch.bool, device=scores.device).tril()
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask.detach().float()
+    seen = (scores != float("-inf")).sum(-1).float()
+    return torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0), seen
+
+
+def head_statistics(
+    weights: torch.Tensor, output: torch.Tensor | None = None, seen: torch.Tensor | None = None
+) -> np.ndarray:
+    """``(samples, heads, 3)`` float32: :data:`HEAD_STATS` of ``(samples, heads, q, k)`` maps.
+
+    A query's entropy is divided by the log of the number of keys it may see
+    (``seen``, per query, broadcastable to ``(samples, heads, q)``; by default the
+    keys it gives any weight); queries that see a single key are left out.
+    ``output``: the call's ``(samples, heads, q, dv)`` result, for its RMS per head.
+    """
+    w = weights.float()
+    if seen is None:
+        seen = (w > 0).sum(-1).float()
+    seen = torch.broadcast_to(seen.float(), w.shape[:-1])
+    ent = -(w * torch.log(w.clamp_min(1e-30))).sum(-1)
+    usable = seen > 1
+    norm = torch.where(usable, ent / torch.log(seen.clamp_min(2)), torch.zeros_like(ent))
+    count = usable.sum(-1).clamp_min(1)
+    entropy = norm.sum(-1) / count
+    entropy = torch.where(usable.any(-1), entropy, torch.full_like(entropy, float("nan")))
+    max_weight = w.amax(-1).mean(-1)
+    if output is not None:
+        rms = output.detach().float().square().mean(dim=(-2, -1)).sqrt()
+    else:
+        rms = torch.full_like(entropy, float("nan"))
+    return torch.stack([entropy, max_weight, rms], dim=-1).cpu().numpy().astype(np.float32)
+
+
+@dataclass
+class AttentionCall:
+    """One attention call of the probe pass: where it ran and what it gave."""
+
+    layer: str
+    weights: torch.Tensor  # (samples, heads, queries, keys), float32
+    output: torch.Tensor | None = None  # (samples, heads, queries, dv) where shown
+    kind: str = "sdpa"
+    seen: torch.Tensor | None = None  # per query, the keys it may see (None: any weight > 0)
+
+
+def _as_samples(t: torch.Tensor, heads_dim: int = -3) -> torch.Tensor:
+    """``(..., heads, q, k)`` as ``(samples, heads, q, k)`` (an unbatched call: one sample)."""
+    if t.dim() == 3:
+        return t.unsqueeze(0)
+    return t.reshape(-1, *t.shape[-3:])
+
+
+def _masked_out(mask: Any) -> torch.Tensor | None:
+    """Where an ``nn.MultiheadAttention`` mask leaves a key out (True), or None."""
+    if not isinstance(mask, torch.Tensor):
+        return None
+    if mask.dtype == torch.bool:
+        return mask
+    return mask == float("-inf")
+
+
+def _mha_seen(arguments: dict[str, Any], w: torch.Tensor) -> torch.Tensor:
+    """Per query of ``w`` (samples, heads, q, k), the keys its masks let it see."""
+    n, heads, n_q, n_k = w.shape
+    out = torch.zeros(n, heads, n_q, n_k, dtype=torch.bool, device=w.device)
+    pad = _masked_out(arguments.get("key_padding_mask"))
+    if pad is not None and pad.numel() == n * n_k:
+        out |= pad.reshape(n, 1, 1, n_k)
+    mask = _masked_out(arguments.get("attn_mask"))
+    if mask is not None:
+        if mask.numel() == n_q * n_k:
+            out |= mask.reshape(1, 1, n_q, n_k)
+        elif mask.numel() == n * heads * n_q * n_k:
+            out |= mask.reshape(n, heads, n_q, n_k)
+    return (~out).sum(-1).float()
+
+
+class _AttentionMode(TorchFunctionMode):
+    """Sees the attention calls of one forward; runs every call as it was made."""
+
+    def __init__(self, where: Callable[[], str], out: list[AttentionCall]) -> None:
+        super().__init__()
+        self._where = where
+        self._out = out
+        self._seen: dict[str, int] = {}
+
+    def _name(self) -> str:
+        base = self._where()
+        k = self._seen.get(base, 0)
+        self._seen[base] = k + 1
+        return base if k == 0 else f"{base}#{k}"
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func is _SDPA:
+            result = func(*args, **kwargs)
+            self._sdpa(args, kwargs, result)
+            return result
+        if func is _MHA:
+            bound = _MHA_SIGNATURE.bind(*args, **kwargs)
+            bound.arguments["need_weights"] = True
+            bound.arguments["average_attn_weights"] = False
+            _, weights = func(*bound.args, **bound.kwargs)
+            if weights is not None:
+                w = _as_samples(weights.float())
+                seen = _mha_seen(bound.arguments, w)
+                self._out.append(AttentionCall(self._name(), w, None, "mha", seen))
+            return func(*args, **kwargs)
+        return func(*args, **kwargs)
+
+    def _sdpa(self, args: Sequence[Any], kwargs: dict[str, Any], result: Any) -> None:
+        names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale")
+        given = dict(zip(names, args, strict=False))
+        given.update(kwargs)
+        q, k = given["query"], given["key"]
+        if q.dim() < 3:
+            return
+        scores = _scores(q, k, given.get("scale"), bool(given.get("enable_gqa", False)))
+        weights, seen = _softmax_masked(
+            scores, given.get("attn_mask"), bool(given.get("is_causal", False))
+        )
+        output = result if isinstance(result, torch.Tensor) else None
+        w = _as_samples(weights)
+        self._out.append(
+            AttentionCall(
+                self._name(),
+                w,
+                None if output is None else _as_samples(output),
+                seen=seen.reshape(w.shape[:-1]),
+            )
+        )
+
+
+def call_model(model: nn.Module, inputs: Any) -> Any:
+    """``model(inputs)``: a tensor as the one argument, a tuple as the arguments, a dict
+    as keyword arguments."""
+    if isinstance(inputs, tuple):
+        return model(*inputs)
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    return model(inputs)
+
+
+@dataclass
+class _Stack:
+    """The names of the modules running, innermost last."""
+
+    names: list[str] = field(default_factory=lambda: [""])
+
+    def push(self, name: str) -> Callable[..., None]:
+        def pre(*_: Any) -> None:
+            self.names.append(name)
+
+        return pre
+
+    def pop(self, *_: Any) -> None:
+        if len(self.names) > 1:
+            self.names.pop()
+
+
+def record_attention(
+    model: nn.Module, inputs: Any, names: dict[int, str] | None = None
+) -> list[AttentionCall]:
+    """The attention calls of one forward of ``model`` on ``inputs`` (see the module doc).
+
+    The model runs in eval mode under ``torch.no_grad()``; its modules' training
+    flags, its hooks and the random number generators are as before afterwards.
+    ``names``: ``id(module) -> name`` (default: ``model.named_modules()``).
+    """
+    if names is None:
+        names = {id(m): n for n, m in model.named_modules() if n}
+    stack = _Stack()
+    handles = []
+    modules = [m for m in model.modules() if id(m) in names]
+    for m in modules:
+        handles.append(m.register_forward_pre_hook(stack.push(names[id(m)])))
+        handles.append(m.register_forward_hook(stack.pop, always_call=True))
+    flags = [(m, m.training) for m in model.modules()]
+    calls: list[AttentionCall] = []
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    devices = [device] if device.type == "cuda" else []
+    try:
+        with torch.random.fork_rng(devices=devices), torch.no_grad():
+            model.eval()
+            with _AttentionMode(lambda: stack.names[-1], calls):
+                call_model(model, inputs)
+    finally:
+        for m, flag in flags:
+            m.training = flag
+        for h in handles:
+            h.remove()
+    return calls

@@ -1,0 +1,228 @@
+"""AttentionMaps: what each head of each layer looks at, scrubbed through training.
+
+For a run watched with ``run.watch(model, attention=probe_batch)``: a grid of
+maps, one row per attention layer and one column per head, for a chosen sample
+of the probe batch at the capture in view (the latest at or before ``step``);
+each head's entropy over the captures beside it (mean over the probe samples;
+near 0 a head looks at one token, "collapsed", near 1 it spreads evenly,
+"uniform"); a click on a map opens it large with its tokens, and a click on a
+query token (a row of the map, or the token itself) colours the tokens it
+attends to.
+
+Traits the browser sets: ``step`` (the slider over the captures), ``sample``,
+``selected`` (``[layer index, head]`` or empty) and ``query`` (a position, or -1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import traitlets
+
+from nbviz.widgets.checks import id_trait
+from nbviz.widgets.frontend import esm
+from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
+from nbviz.widgets.wire import array_trait_payload
+
+__all__ = ["COLLAPSED", "UNIFORM", "AttentionMaps", "head_flags"]
+
+COLLAPSED = 0.15
+"""A head whose mean normalised entropy is below this looks at about one token."""
+UNIFORM = 0.97
+"""A head whose mean normalised entropy is above this spreads its attention evenly."""
+
+
+def head_flags(entropy: np.ndarray) -> list[str]:
+    """Per head, ``"collapsed"``, ``"uniform"`` or ``""`` from its latest entropy."""
+    out = []
+    for value in np.asarray(entropy, dtype=float):
+        if not np.isfinite(value):
+            out.append("")
+        elif value < COLLAPSED:
+            out.append("collapsed")
+        elif value > UNIFORM:
+            out.append("uniform")
+        else:
+            out.append("")
+    return out
+
+
+class AttentionMaps(LiveView):
+    """Attention maps of the probe batch: layer x head grid, entropy over steps.
+
+    Parameters
+    ----------
+    run
+        A run whose probe recorded attention (``run.watch(model, attention=...)``).
+    sample
+        Which sample of the probe batch to show (also chosen in the view).
+    step
+        The step in view (default: the latest capture).
+    live
+        Follow the run while it grows.
+    """
+
+    _esm = esm("attention")
+
+    step = linked_step("Linked step: the maps shown are the latest capture at or before it.")
+    sample = id_trait(0, "The probe sample shown.", low=0, high=255)
+    selected = traitlets.List(
+        traitlets.Int(), help="[layer index, head] opened large, or empty."
+    ).tag(sync=True)
+    query = id_trait(-1, "The query position whose attention colours the tokens.", high=4096)
+    layers = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    samples = traitlets.Int(0).tag(sync=True)
+    tokens = traitlets.List(traitlets.Unicode(), help="The shown sample's tokens.").tag(sync=True)
+    shown_step = traitlets.Int(-1, help="The capture step of the maps shown.").tag(sync=True)
+    capture_steps = traitlets.Dict(help="Steps with maps (float64).").tag(sync=True)
+    maps = traitlets.Dict(help="(layers, heads, queries, keys) maps of the sample.").tag(sync=True)
+    entropy = traitlets.Dict(help="(layers, heads, captures) mean normalised entropy.").tag(
+        sync=True
+    )
+    flags = traitlets.List(traitlets.Unicode(), help="Per layer*heads: collapsed/uniform/''.").tag(
+        sync=True
+    )
+
+    _heads = 0
+
+    def __init__(
+        self, run: Any, sample: int = 0, *, step: int | None = None, live: bool = True, **kw: Any
+    ) -> None:
+        if isinstance(sample, bool) or not isinstance(sample, int | np.integer) or sample < 0:
+            raise ValueError(
+                f"AttentionMaps: sample must be a non-negative integer, got {sample!r}"
+            )
+        super().__init__(**kw)
+        self._run = run
+        with self._building([run], live):
+            self._rebuild()
+            if sample >= max(self.samples, 1):
+                raise ValueError(
+                    f"AttentionMaps: sample {sample} is beyond the probe batch's "
+                    f"{self.samples} samples"
+                )
+            self.sample = int(sample)
+            steps = self._steps
+            self.step = int(steps[-1]) if step is None and len(steps) else int(step or 0)
+            self._fill_maps()
+
+    # -- data ------------------------------------------------------------------------------
+
+    def _rebuild(self) -> None:
+        run = self._run
+        self.layers = run.attention_layers()
+        self._steps = run.attention_steps()
+        meta = run.meta("attention") or {}
+        self.samples = int(meta.get("samples", 0)) if isinstance(meta, dict) else 0
+        self._tokens = meta.get("tokens") if isinstance(meta, dict) else None
+        if not self.layers:
+            self.empty = (
+                f"No attention maps in {run.name} yet: watch the model with "
+                "run.watch(model, attention=probe_batch) (maps of F.scaled_dot_product_attention "
+                "and nn.MultiheadAttention calls, every hist_every steps)."
+            )
+            return
+        self.empty = ""
+        self.capture_steps = array_trait_payload(self._steps, dtype="<f8")
+        self._fill_entropy()
+        if self._ready:
+            self._fill_maps()
+
+    def _fill_entropy(self) -> None:
+        stats = self._run.attention_stats()
+        steps = self._steps
+        heads = int(stats["head"].max()) + 1 if len(stats) else 0
+        self._heads = heads
+        grid = np.full((len(self.layers), heads, len(steps)), np.nan, dtype=np.float32)
+        if len(stats):
+            mean = stats.groupby(["layer", "head", "step"], sort=False)["entropy"].mean()
+            li = {n: i for i, n in enumerate(self.layers)}
+            si = {int(s): i for i, s in enumerate(steps)}
+            for (layer, head, step), value in mean.items():
+                grid[li[layer], int(head), si[int(step)]] = value
+        self.entropy = array_trait_payload(grid, dtype="<f4")
+        last = grid[:, :, -1] if grid.shape[2] else grid[:, :, :0].reshape(len(self.layers), -1)
+        self.flags = head_flags(last.reshape(-1)) if last.size else []
+
+    def _fill_maps(self) -> None:
+        if not self.layers:
+            return
+        steps = self._steps
+        i = int(np.searchsorted(steps, self.step, "right")) - 1
+        if i < 0:
+            self.shown_step = -1
+            self.maps = {}
+            self.tokens = []
+            return
+        at = int(steps[i])
+        per_layer = [self._run.attention(at, layer) for layer in self.layers]
+        s = min(self.sample, per_layer[0].shape[0] - 1)
+        heads = max(m.shape[1] for m in per_layer)
+        n_q = max(m.shape[2] for m in per_layer)
+        n_k = max(m.shape[3] for m in per_layer)
+        grid = np.zeros((len(per_layer), heads, n_q, n_k), dtype=np.float32)
+        for j, m in enumerate(per_layer):
+            grid[j, : m.shape[1], : m.shape[2], : m.shape[3]] = m[s]
+        self.maps = array_trait_payload(grid, dtype="<f4")
+        tokens = self._tokens[s] if isinstance(self._tokens, list) and s < len(self._tokens) else []
+        self.tokens = [str(t) for t in tokens][:n_k] or [str(k) for k in range(n_k)]
+        self.shown_step = at
+
+    # -- reactions ---------------------------------------------------------------------------
+
+    @traitlets.validate("sample")
+    def _check_sample(self, proposal: Any) -> int:
+        value = proposal["value"]
+        if value >= max(self.samples, 1):
+            raise traitlets.TraitError(
+                f"AttentionMaps.sample: {value} is not one of the {self.samples} probe samples"
+            )
+        return value
+
+    @traitlets.validate("selected")
+    def _check_selected(self, proposal: Any) -> list[int]:
+        value = list(proposal["value"])
+        if not value:
+            return value
+        heads = max(self._heads, 1)
+        if (
+            len(value) != 2
+            or any(isinstance(v, bool) for v in value)
+            or not 0 <= value[0] < max(len(self.layers), 1)
+            or not 0 <= value[1] < heads
+        ):
+            raise traitlets.TraitError(
+                f"AttentionMaps.selected: {value!r} is not [layer index, head] within "
+                f"{len(self.layers)} layers and {heads} heads (or [] for none)"
+            )
+        return value
+
+    @reacts_to("step", "sample")
+    def _on_step(self, change: Any) -> None:
+        self._fill_maps()
+
+
+AttentionMaps._css = view_css(
+    """
+.nbviz-attn { display: flex; flex-direction: column; gap: 8px; }
+.nbviz-attn-main { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+.nbviz-attn-grid { display: grid; gap: 4px; align-items: center; }
+.nbviz-attn-rowname { font-size: 0.85em; text-align: right; padding-right: 4px;
+  max-width: 180px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.nbviz-attn-colname { font-size: 0.85em; text-align: center; }
+.nbviz-attn-cell { cursor: pointer; border: 2px solid transparent; display: block; }
+.nbviz-attn-cell.nbviz-selected { border-color: #d81b60; }
+.nbviz-attn-cell.nbviz-collapsed { outline: 2px dashed #c62828; }
+.nbviz-attn-cell.nbviz-uniform { outline: 2px dashed #1565c0; }
+.nbviz-attn-detail { display: flex; flex-direction: column; gap: 6px; max-width: 520px; }
+.nbviz-attn-big { cursor: crosshair; }
+.nbviz-attn-tokens { display: flex; flex-wrap: wrap; gap: 2px; font-family: monospace; }
+.nbviz-attn-token { padding: 1px 3px; border-radius: 3px; cursor: pointer;
+  border: 1px solid var(--jp-border-color2, #e0e0e0); }
+.nbviz-attn-token.nbviz-query { border-color: #d81b60; font-weight: 700; }
+.nbviz-attn-caption { font-size: 0.9em; color: var(--jp-ui-font-color2, #616161); }
+.nbviz-attn-flags { font-size: 0.9em; }
+.nbviz-toolbar input[type=range] { width: 220px; }
+"""
+)
