@@ -140,15 +140,19 @@ def test_the_dashboard_of_a_nan_run_says_so_in_each_view(nb, nan_run_path: Path)
             f"run = nbviz.open_run({str(nan_run_path)!r})\n"
             "dash = nbviz.Dashboard(run); dash",
         ],
-        ready=".nbviz-layer-browser .nbviz-lb-row",
+        ready=".nbviz-dash-tab",
     )
     page = nb.page
     page.set_viewport_size({"width": 1280, "height": 3200})
     expect(page.locator(STDERR)).to_have_count(0)
     expect(page.locator(".nbviz-scrub-step")).to_contain_text("step 14")
-    expect(page.locator(".nbviz-lb-nonfinite-note")).to_contain_text("in 5 of 5 layers")
+    page.locator('.nbviz-dash-tab[data-key="predictions"]').click()
     expect(page.locator(".nbviz-cm-nonfinite").first).to_contain_text("200 of 200 samples")
     expect(page.locator(".nbviz-pj-message").first).to_contain_text("All 200 embeddings")
+    shot(page.locator(".jp-Notebook"), "nan-dashboard-predictions")
+    page.locator('.nbviz-dash-tab[data-key="layers"]').click()
+    page.locator(".nbviz-layer-browser .nbviz-lb-row").first.wait_for(timeout=60_000)
+    expect(page.locator(".nbviz-lb-nonfinite-note")).to_contain_text("in 5 of 5 layers")
     expect(page.locator(".nbviz-hist-nonfinite-note").first).to_be_visible()
     shot(page.locator(".jp-Notebook"), "nan-dashboard")
     # the first step: nothing non-finite yet, and no view says otherwise

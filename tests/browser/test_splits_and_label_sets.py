@@ -165,6 +165,7 @@ def test_the_offline_report_switches_splits(offline: Offline, tmp_path: Path) ->
     n22 = int(((train.label == 2) & (train.pred == 2)).sum())
     run.close()
     page = offline.open(Path(info.path))
+    page.locator('.nbviz-dash-tab[data-key="predictions"]').click()
     view = page.locator(".nbviz-confusion")
     menu = view.locator("select.nbviz-split").first  # the gallery below has its own, hidden
     expect(menu).to_have_value("test")
