@@ -204,7 +204,7 @@ def test_1d_predicted_classes_beyond_the_class_names_are_refused(tmp_path: Path)
         (
             lambda r: r.watch(_model(), unknown=1),
             TypeError,
-            r"watch: unknown option unknown; watch takes bins, every, first_step",
+            r"watch: unknown option unknown; watch takes attention, bins, every, first_step",
         ),
     ],
 )
