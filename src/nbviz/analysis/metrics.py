@@ -1,5 +1,8 @@
 """Where a classifier errs: confusion matrices, per-class metrics, cells, flips.
 
+One module at ~500 lines because every function here counts the same (true,
+predicted) pairs; the next addition should move the per-class scores to their own module.
+
 Counting is sparse: :func:`confusion_pairs` and :func:`class_counts` cost what the
 number of samples costs, whatever the largest class index (a vocabulary of 100,000
 tokens); only :func:`confusion_matrix` is dense, for the small label sets a matrix

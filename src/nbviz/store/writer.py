@@ -1,5 +1,9 @@
 """The run store's writer: one background thread that commits rows in batches.
 
+About 500 lines because the queue, the batching and the failure handling share one
+thread's state; the row encoding and the summaries are already apart
+(:mod:`nbviz.store.encoding`, :mod:`nbviz.store.summaries`).
+
 ``Writer.insert`` only puts rows on a bounded queue and returns; a daemon thread
 with its own connection executes them (multi-row ``INSERT OR REPLACE``) and
 commits. Rows wait in the queue for up to ``commit_interval`` seconds (less when
