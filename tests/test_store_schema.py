@@ -6,9 +6,11 @@ import json
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nbviz.store import DB_NAME, SCHEMA_VERSION, Reader, SchemaError, Writer, create_or_open, schema
+from nbviz.store.encoding import bins_blobs
 
 
 def _set_version(run: Path, version: int) -> None:
@@ -29,6 +31,29 @@ def _make_older(run: Path, version: int = SCHEMA_VERSION - 1) -> None:
             conn.execute(statement)
         conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (json.dumps(version),))
     conn.close()
+
+
+def _written_at(run: Path, version: int) -> None:
+    """Make a run written now what nbviz wrote at ``version``, its rows kept: the tables
+    added since dropped (they are empty), the version set back."""
+    names = {o[1] for o in schema.expected_objects(version)}
+    conn = sqlite3.connect(run / DB_NAME)
+    with conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            if table not in names:
+                assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+                conn.execute(f"DROP TABLE {table}")
+    conn.close()
+    _set_version(run, version)
+
+
+def _table_names(run: Path) -> set[str]:
+    conn = sqlite3.connect(run / DB_NAME)
+    try:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        conn.close()
 
 
 def _stored_version(run: Path) -> int:
@@ -134,8 +159,6 @@ def test_an_older_schema_is_migrated_by_the_registered_steps(
         conn.execute("INSERT INTO meta VALUES ('migrated', 'true')")
 
     monkeypatch.setitem(schema.MIGRATIONS, SCHEMA_VERSION - 1, step)
-    with pytest.raises(SchemaError, match="open it once for writing"):
-        Reader(run)  # a reader never changes a run
     create_or_open(run).close()
     assert applied == [1]
     assert _stored_version(run) == SCHEMA_VERSION
@@ -188,3 +211,53 @@ def test_a_schema_1_run_is_migrated_step_by_step_and_keeps_its_data(tmp_path: Pa
     with Reader(run) as r:
         assert r.scalars()["value"].tolist() == [0.5]
         assert r.outputs(0) is None and len(r.captured_ids()) == 0
+
+
+def _schema_5_run(run: Path) -> None:
+    with Writer(run) as w:
+        w.insert(
+            "histograms",
+            [(3, "fc1", "weight", 0.0, 1.0, np.arange(4, dtype="<i8").tobytes(), 0, 0, 0)],
+        )
+    _written_at(run, 5)
+
+
+def test_a_schema_5_run_opened_read_only_is_read_as_it_is_and_left_unchanged(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / "run"
+    _schema_5_run(run)
+    before = (run / DB_NAME).read_bytes()
+    with Reader(run) as r:
+        assert r.meta("schema_version") == 5
+        edges, counts = r.histogram("fc1", "weight", 3)  # no logged bins: the uniform row
+        np.testing.assert_array_equal(edges, [0.0, 0.25, 0.5, 0.75, 1.0])
+        np.testing.assert_array_equal(counts, [0, 1, 2, 3])
+        assert r.histogram_rows("fc1", "weight").steps.tolist() == [3]
+    assert (run / DB_NAME).read_bytes() == before
+    assert "histogram_bins" not in _table_names(run)
+
+
+def test_a_schema_5_run_is_migrated_to_6_and_then_keeps_logged_bins(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    _schema_5_run(run)
+    edges, counts = [0.0, 0.1, 1.0], [7, 2]
+    with Writer(run) as w:  # a writer migrates it
+        w.insert("histogram_bins", [(3, "fc1", "weight", *bins_blobs(edges, counts))])
+    assert _stored_version(run) == SCHEMA_VERSION >= 6
+    assert "histogram_bins" in _table_names(run)
+    with Reader(run) as r:
+        got_edges, got_counts = r.histogram("fc1", "weight", 3)
+        np.testing.assert_array_equal(got_edges, edges)
+        np.testing.assert_array_equal(got_counts, counts)
+        np.testing.assert_array_equal(r.histogram_rows("fc1", "weight").counts[0], [0, 1, 2, 3])
+
+
+def test_a_run_older_than_schema_5_is_refused_read_only_until_migrated(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    _schema_5_run(run)
+    _written_at(run, 4)
+    assert 4 not in schema.READ_AS_IS
+    with pytest.raises(SchemaError, match="written with schema 4 .* open it once for writing"):
+        Reader(run)  # a reader never changes a run
+    assert _stored_version(run) == 4

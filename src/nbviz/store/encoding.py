@@ -6,6 +6,10 @@ integer ``series.id`` (created at its first row), and a histogram's int64
 counts are stored in as many bits each as the largest needs: counts of a few
 thousand values take 10 to 13 bits, not 64. :func:`counts_array` reads them
 back as int64.
+
+A histogram's own bins (``histogram_bins``, schema 6: unequal bins as they were
+logged) are two little-endian float64 blobs, written by :func:`bins_blobs` and
+read back, checked, by :func:`bins_arrays`.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from nbviz.store.tables import STORED
 
 __all__ = [
     "SeriesIds",
+    "bins_arrays",
+    "bins_blobs",
     "counts_array",
     "counts_check",
     "counts_rows",
@@ -168,4 +174,62 @@ def encode_rows(
             (r[0], get(conn, r[1], r[2]), r[3], r[4], p, bins, r[6], r[7], r[8])
             for r, (p, bins) in zip(rows, packed)
         ]
+    if table == "histogram_bins":
+        return [(r[0], get(conn, r[1], r[2]), r[3], r[4]) for r in rows]
     return [(r[0], get(conn, r[1], r[2]), r[3]) for r in rows]  # unit_stats
+
+
+def _bins_fault(edges: np.ndarray, counts: np.ndarray) -> str | None:
+    """What is wrong with ``(edges, counts)`` as a histogram's bins, or None."""
+    if edges.ndim != 1 or counts.ndim != 1 or len(counts) == 0:
+        return f"edges of shape {edges.shape} and counts of shape {counts.shape}"
+    if len(edges) != len(counts) + 1:
+        return f"{len(edges)} edges for {len(counts)} counts (expected n + 1 edges for n counts)"
+    if not np.isfinite(edges).all():
+        return f"a non-finite edge ({float(edges[~np.isfinite(edges)][0])})"
+    drops = np.flatnonzero(np.diff(edges) < 0)
+    if len(drops):
+        i = int(drops[0])
+        before, after = float(edges[i]), float(edges[i + 1])
+        return f"edges that decrease (edge {i + 1} is {after} after {before})"
+    if not np.isfinite(counts).all() or (counts < 0).any():
+        return "a count that is negative or not finite"
+    return None
+
+
+def bins_blobs(edges: Any, counts: Any) -> tuple[bytes, bytes]:
+    """``(edges, counts)`` blobs of a ``histogram_bins`` row: n + 1 finite, non-decreasing
+    edges and n finite counts >= 0, as little-endian float64; ValueError naming the fault."""
+    e = np.asarray(edges, dtype=np.float64)
+    c = np.asarray(counts, dtype=np.float64)
+    fault = _bins_fault(e, c)
+    if fault is not None:
+        raise ValueError(f"histogram bins: {fault}")
+    return e.astype("<f8").tobytes(), c.astype("<f8").tobytes()
+
+
+def bins_arrays(edges: Any, counts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A ``histogram_bins`` row's blobs as ``(edges, counts)``: float64 edges, and counts
+    as int64 where every count is a whole number (else float64).
+
+    StoredValueError naming the fault where the blobs are not what :func:`bins_blobs`
+    writes (lengths that are not n + 1 and n float64 values, a NaN or infinite
+    edge, edges that decrease, a negative or non-finite count).
+    """
+    if not isinstance(edges, bytes) or not isinstance(counts, bytes):
+        raise StoredValueError(
+            f"edges in {type(edges).__name__} and counts in {type(counts).__name__}, not bytes"
+        )
+    if len(edges) % 8 or len(counts) % 8 or len(edges) != len(counts) + 8 or not counts:
+        raise StoredValueError(
+            f"{len(edges)} bytes of edges and {len(counts)} bytes of counts; expected "
+            "n + 1 and n little-endian float64 values"
+        )
+    e = np.frombuffer(edges, dtype="<f8").astype(np.float64)
+    c = np.frombuffer(counts, dtype="<f8").astype(np.float64)
+    fault = _bins_fault(e, c)
+    if fault is not None:
+        raise StoredValueError(fault)
+    if np.all(c == np.round(c)) and np.all(c < 2**53):
+        return e, c.astype(np.int64)
+    return e, c

@@ -1,7 +1,11 @@
 """Read queries on ``histograms``: each layer's value distribution at the recorded steps.
 
 A histogram is n uniform bins over ``[lo, hi]`` (counts little-endian int64),
-with the values below, above and non-finite counted apart.
+with the values below, above and non-finite counted apart. Where a histogram was
+logged with other bins (a TensorBoard log's exponential buckets), those are kept
+in ``histogram_bins`` beside its uniform row: :meth:`HistogramQueries.histogram`
+returns them as they were logged; the other reads, which the views draw from,
+return the uniform rows.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from nbviz.store.columns import floats, frame, int_array, nan, nz_ints
-from nbviz.store.encoding import counts_array, counts_rows
+from nbviz.store.encoding import bins_arrays, counts_array, counts_rows
+from nbviz.store.errors import StoredValueError
 from nbviz.store.query import MissingStepError, ReaderBase, and_equal, describe_steps
 
 __all__ = ["HistogramQueries", "HistogramRows"]
@@ -35,9 +40,29 @@ class HistogramQueries(ReaderBase):
     """One layer's histogram at a step, over a range of steps, or every layer's at a step."""
 
     def histogram(self, layer: str, signal: str, step: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(edges, counts)`` of one layer's histogram: n + 1 float64 edges, n int64 counts."""
+        """``(edges, counts)`` of one layer's histogram: n + 1 float64 edges, n int64 counts.
+
+        The bins are the ones logged: a histogram imported with unequal bins (a
+        TensorBoard log's) comes back with its own edges and counts, exactly (the
+        counts float64 where they are not whole numbers), though the views draw
+        it re-binned onto uniform bins. Stored bins that do not decode (lengths,
+        a NaN edge, edges that decrease) raise a RunFileError naming the row.
+        """
         self._check_signal(signal)
         sid = self._sid(layer, signal)
+        if sid is not None and self._holds("histogram_bins"):
+            own = self._row(
+                "SELECT edges, counts FROM histogram_bins WHERE step = ? AND sid = ?",
+                (int(step), sid),
+            )
+            if own is not None:
+                try:
+                    return bins_arrays(*own)
+                except StoredValueError as exc:
+                    raise StoredValueError(
+                        f"the logged bins of {layer!r}/{signal} at step {int(step)} "
+                        f"(histogram_bins): {exc}"
+                    ) from None
         row = self._row(
             "SELECT lo, hi, counts, bins FROM histograms WHERE step = ? AND sid = ?",
             (int(step), -1 if sid is None else sid),

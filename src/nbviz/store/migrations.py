@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from nbviz.store.encoding import pack_counts
 from nbviz.store.summaries import rebuild_all
-from nbviz.store.tables import ATTENTION_DDL, DDL_OF_VERSION, OUTPUTS_DDL
+from nbviz.store.tables import ATTENTION_DDL, DDL_OF_VERSION, HISTOGRAM_BINS_DDL, OUTPUTS_DDL
 
 __all__ = ["MIGRATIONS"]
 
@@ -71,9 +71,15 @@ def _add_attention(conn: sqlite3.Connection) -> None:
     conn.execute(ATTENTION_DDL)
 
 
+def _add_histogram_bins(conn: sqlite3.Connection) -> None:
+    """Schema 5 -> 6: the ``histogram_bins`` table (a histogram's bins as they were logged)."""
+    conn.execute(HISTOGRAM_BINS_DDL)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_captures,
     2: _series_ids,
     3: _add_outputs,
     4: _add_attention,
+    5: _add_histogram_bins,
 }

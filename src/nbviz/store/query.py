@@ -34,7 +34,7 @@ from nbviz.store.columns import int_array
 from nbviz.store.connection import MAX_STEP
 from nbviz.store.errors import RunFileError, StoredValueError, from_sqlite_error
 from nbviz.store.file_checks import warn_lost_commits
-from nbviz.store.schema import DB_NAME, SIGNALS, check_version, connect, db_path
+from nbviz.store.schema import DB_NAME, READ_AS_IS, SIGNALS, check_version, connect, db_path
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -272,6 +272,7 @@ class ReaderBase(Closing):
         self._conns: list[sqlite3.Connection] = []
         self._closed = False
         self._checked = False
+        self._absent: frozenset[str] = frozenset()  # tables an older run read as it is lacks
         if must_exist:  # else: a run another process is creating, opened at the first read
             self._conn()
 
@@ -290,7 +291,8 @@ class ReaderBase(Closing):
                 conn = connect(self.run_dir, readonly=True)
                 try:
                     if first:
-                        check_version(conn, self.run_dir, readonly=True)
+                        version = check_version(conn, self.run_dir, readonly=True)
+                        self._absent = frozenset(READ_AS_IS.get(version, ()))
                         self._checked = True
                 except BaseException:
                     conn.close()
@@ -326,6 +328,12 @@ class ReaderBase(Closing):
                 self._reading -= 1
                 if not self._reading:
                     self._idle.notify_all()
+
+    def _holds(self, table: str) -> bool:
+        """Whether the run has ``table``: False for a table added after the schema of
+        an older run that is read as it is (:data:`~nbviz.store.tables.READ_AS_IS`)."""
+        self._conn()  # the first connection reads the version
+        return table not in self._absent
 
     def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         return self._fetch(sql, params, sqlite3.Cursor.fetchall)

@@ -24,6 +24,11 @@ Conventions the tables rely on:
   little-endian integer of 1, 2 or 4 unsigned bytes or 8 signed ones (the
   narrowest that holds the counts); ``unit_stats.values`` is little-endian
   float32, one per unit.
+- ``histogram_bins`` (schema 6) keeps a histogram's bins as they were logged
+  where the uniform ``histograms`` row at the same ``(step, sid)`` does not
+  reproduce them exactly (a TensorBoard log's exponential buckets): ``edges``
+  little-endian float64 (n + 1, finite, non-decreasing), ``counts`` little-endian
+  float64 (n, finite, >= 0). The views draw the uniform row.
 - ``step_runs``, ``scalar_buckets`` and ``stat_buckets`` are summaries the
   writer keeps as it writes (:mod:`nbviz.store.summaries`).
 - ``ids`` blobs (``probabilities``, ``embeddings``, ``outputs``) are little-endian int64.
@@ -56,6 +61,7 @@ from nbviz.store.tables import (
     DDL,
     DDL_OF_VERSION,
     INTERNAL_TABLES,
+    READ_AS_IS,
     SCHEMA_VERSION,
     SIGNALS,
     TABLES,
@@ -68,6 +74,7 @@ __all__ = [
     "BUSY_TIMEOUT_MS",
     "DB_NAME",
     "MIGRATIONS",
+    "READ_AS_IS",
     "SCHEMA_VERSION",
     "SIGNALS",
     "TABLES",
@@ -208,15 +215,18 @@ def reprlib_short(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def check_version(conn: sqlite3.Connection, where: Path | str, *, readonly: bool) -> None:
-    """Raise unless the database is a run at SCHEMA_VERSION (migrating it if allowed).
+def check_version(conn: sqlite3.Connection, where: Path | str, *, readonly: bool) -> int:
+    """Raise unless the database is a run at SCHEMA_VERSION (migrating it if allowed);
+    returns the version the run now holds.
 
-    SchemaError: no schema version, a newer one, or an older one that cannot
-    be (or, read-only, is not) migrated. RunFileError: schema objects that are
-    not the version's, or a damaged file.
+    Read-only, a version of :data:`READ_AS_IS` is read as it is (the version is
+    returned; its reads treat the tables added since as empty). SchemaError: no
+    schema version, a newer one, or an older one that cannot be (or, read-only,
+    is not) migrated. RunFileError: schema objects that are not the version's,
+    or a damaged file.
     """
     try:
-        _check_version(conn, where, readonly=readonly)
+        return _check_version(conn, where, readonly=readonly)
     except sqlite3.DatabaseError as exc:
         raise from_sqlite_error(_file(where), exc, "reading its schema") from exc
 
@@ -227,7 +237,7 @@ def _file(where: Path | str) -> Path:
     return where if where.name == DB_NAME or where.is_file() else where / DB_NAME
 
 
-def _check_version(conn: sqlite3.Connection, where: Path | str, *, readonly: bool) -> None:
+def _check_version(conn: sqlite3.Connection, where: Path | str, *, readonly: bool) -> int:
     file = _file(where)
     version = read_schema_version(conn, file)
     if version is None:
@@ -246,8 +256,8 @@ def _check_version(conn: sqlite3.Connection, where: Path | str, *, readonly: boo
             _FOREIGN,
         )
     check_objects(conn, file, version)
-    if version == SCHEMA_VERSION:
-        return
+    if version == SCHEMA_VERSION or (readonly and version in READ_AS_IS):
+        return version
     missing = [v for v in range(version, SCHEMA_VERSION) if v not in MIGRATIONS]
     if missing:
         raise SchemaError(
@@ -272,6 +282,7 @@ def _check_version(conn: sqlite3.Connection, where: Path | str, *, readonly: boo
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+    return SCHEMA_VERSION
 
 
 def _set_version(conn: sqlite3.Connection, version: int) -> None:

@@ -267,7 +267,9 @@ class SummaryQueries(ReaderBase):
     ) -> tuple[int, np.ndarray, np.ndarray] | None:
         """``(step, edges, counts)`` of the latest histogram at or before ``step``, or None.
 
-        One index seek, however many histograms the layer has.
+        One index seek, however many histograms the layer has. The uniform bins
+        the views draw: a histogram logged with other bins is re-binned here
+        (``run.histogram`` returns those bins as logged).
         """
         self._check_signal(signal)
         sid = self._sid(layer, signal)

@@ -13,11 +13,16 @@ turns rows into that form (:mod:`nbviz.store.encoding`) and keeps summaries as
 it writes (:mod:`nbviz.store.summaries`): min/max/mean buckets of every series
 at a few resolutions and the runs of steps each signal was recorded at, so
 that a view reads a bounded amount of a run however long it is.
+
+Schema 6 adds ``histogram_bins``: a histogram's bins as they were logged where
+they are not the uniform bins of its ``histograms`` row (a TensorBoard log's
+exponential buckets), keyed like ``histograms`` by ``(step, sid)``; the views
+keep drawing the uniform row, ``run.histogram`` returns these.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 SIGNALS = ("activation", "gradient", "weight", "update")
 
 # Column order of every table: the order of the tuples handed to Writer.insert.
@@ -102,6 +107,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         "maps_shape",
     ),
     "attention": ("step", "layer", "position", "maps", "dtype", "shape", "stats"),
+    "histogram_bins": ("step", "layer", "signal", "edges", "counts"),
 }
 
 _CAPTURES_DDL = """CREATE TABLE IF NOT EXISTS captures(
@@ -167,7 +173,7 @@ _DDL_V2: tuple[str, ...] = (
 )
 
 
-#: Tables stored in another shape than :data:`TABLES` hands them over (schema 3):
+#: Tables stored in another shape than :data:`TABLES` hands them over (schema 3; 6):
 #: their stored column order, ``sid`` being the ``series.id`` of ``(layer, signal)``.
 STORED: dict[str, tuple[str, ...]] = {
     "layer_stats": (
@@ -195,6 +201,7 @@ STORED: dict[str, tuple[str, ...]] = {
         "nonfinite",
     ),
     "unit_stats": ("step", "sid", "values"),
+    "histogram_bins": ("step", "sid", "edges", "counts"),
 }
 
 #: Tables the writer keeps itself (not written through ``Writer.insert``): the series
@@ -269,7 +276,15 @@ ATTENTION_DDL = """CREATE TABLE IF NOT EXISTS attention(
         maps BLOB NOT NULL, dtype TEXT NOT NULL, shape TEXT NOT NULL, stats BLOB NOT NULL,
         PRIMARY KEY(layer, step))"""
 
-DDL: tuple[str, ...] = (*_DDL_V3, OUTPUTS_DDL, ATTENTION_DDL)
+# Schema 6: a histogram's own bins where they are not its uniform row's: ``edges``
+# little-endian float64 (n + 1, non-decreasing, finite), ``counts`` little-endian
+# float64 (n, finite, >= 0). A blob per row of any size: the rows keep a rowid.
+HISTOGRAM_BINS_DDL = """CREATE TABLE IF NOT EXISTS histogram_bins(
+        step INTEGER NOT NULL, sid INTEGER NOT NULL,
+        edges BLOB NOT NULL, counts BLOB NOT NULL,
+        PRIMARY KEY(step, sid))"""
+
+DDL: tuple[str, ...] = (*_DDL_V3, OUTPUTS_DDL, ATTENTION_DDL, HISTOGRAM_BINS_DDL)
 
 #: The DDL of each schema version this nbviz reads: what a run of that version holds.
 DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
@@ -277,5 +292,12 @@ DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
     2: _DDL_V2,
     3: _DDL_V3,
     4: (*_DDL_V3, OUTPUTS_DDL),
-    5: DDL,
+    5: (*_DDL_V3, OUTPUTS_DDL, ATTENTION_DDL),
+    6: DDL,
 }
+
+#: Older versions that a read-only reader reads as they are, without migrating them
+#: (a reader never changes a run): ``version -> tables added since``, which such a
+#: run holds none of and which its reads treat as empty. A version missing here is
+#: read only once a writer has migrated it.
+READ_AS_IS: dict[int, tuple[str, ...]] = {5: ("histogram_bins",)}

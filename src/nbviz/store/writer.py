@@ -46,6 +46,7 @@ __all__ = ["Writer", "WriterError"]
 _BULKY = frozenset(
     {
         "histograms",
+        "histogram_bins",
         "unit_stats",
         "probabilities",
         "outputs",
