@@ -63,16 +63,6 @@ def test_scalars_read_back_with_their_steps_values_and_wall_times(logdir, tmp_pa
     assert sorted(run.scalar_names()) == ["loss/train", "loss/val"]
 
 
-def test_uniform_histograms_keep_their_bins_exactly(logdir, tmp_path):
-    run = nbviz.from_tensorboard(logdir, tmp_path / "run")
-    assert run.histogram_steps("fc1.weight", "weight").tolist() == list(STEPS)
-    for step in STEPS:
-        counts, edges = np.histogram(_values(step), bins=24)
-        got_edges, got_counts = run.histogram("fc1.weight", "weight", step)
-        np.testing.assert_array_equal(got_counts, counts)
-        np.testing.assert_allclose(got_edges, edges, rtol=0, atol=1e-6)
-
-
 def _tensorboard_buckets(logdir: Path, tag: str) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """TensorBoard's own reading of a histogram tag: step -> (edges, counts)."""
     from tensorboard.backend.event_processing import event_accumulator as ea
@@ -89,25 +79,63 @@ def _tensorboard_buckets(logdir: Path, tag: str) -> dict[int, tuple[np.ndarray, 
     return out
 
 
-def test_unequal_bins_are_rebinned_keeping_every_count_in_place(logdir, tmp_path):
-    """torch's default bins ("tensorflow") are exponential: re-binned, each bucket's mass kept.
-
-    Within a source bucket the mass is spread evenly (TensorBoard's own display rule), so
-    the stored cumulative counts equal TensorBoard's, interpolated, up to rounding.
-    """
+def test_uniform_histograms_keep_their_bins_exactly(logdir, tmp_path):
     run = nbviz.from_tensorboard(logdir, tmp_path / "run")
-    assert any("grads/fc1.weight" in n for n in run.meta("import_notes"))
+    assert run.histogram_steps("fc1.weight", "weight").tolist() == list(STEPS)
+    source = _tensorboard_buckets(logdir, "fc1.weight")
+    for step in STEPS:
+        counts, edges = np.histogram(_values(step), bins=24)
+        got_edges, got_counts = run.histogram("fc1.weight", "weight", step)
+        np.testing.assert_array_equal(got_counts, counts)
+        np.testing.assert_allclose(got_edges, edges, rtol=0, atol=1e-6)
+        # bit for bit what the log holds (float32 edges, which a float64 range would not give)
+        np.testing.assert_array_equal(got_edges, source[step][0])
+        np.testing.assert_array_equal(got_counts, source[step][1])
+
+
+def test_unequal_bins_are_kept_exactly(logdir, tmp_path):
+    """torch's default bins ("tensorflow") are exponential: run.histogram returns them as logged."""
+    run = nbviz.from_tensorboard(logdir, tmp_path / "run")
     source = _tensorboard_buckets(logdir, "grads/fc1.weight")
     assert sorted(source) == list(STEPS)
     for step in STEPS:
         tb_edges, tb_counts = source[step]
         assert not np.allclose(np.diff(tb_edges), np.diff(tb_edges)[0])  # really unequal
         edges, counts = run.histogram("fc1.weight", "gradient", step)
+        np.testing.assert_array_equal(edges, tb_edges)
+        np.testing.assert_array_equal(counts, tb_counts)
+        assert edges.dtype == np.float64 and counts.dtype == np.int64
+
+
+def test_views_draw_unequal_bins_rebinned_keeping_every_count_in_place(logdir, tmp_path):
+    """What the Histograms view draws: uniform bins per step, each source bucket's mass kept.
+
+    Within a source bucket the mass is spread evenly (TensorBoard's own display rule), so
+    the drawn cumulative counts equal TensorBoard's, interpolated, up to rounding.
+    """
+    run = nbviz.from_tensorboard(logdir, tmp_path / "run")
+    assert any("grads/fc1.weight" in n for n in run.meta("import_notes"))
+    source = _tensorboard_buckets(logdir, "grads/fc1.weight")
+    view = nbviz.Histograms(run, signal="gradients")
+    assert view.layer == "fc1.weight" and view.empty == "" and view.missing == ""
+    rows = run.histogram_rows("fc1.weight", "gradient")
+    assert rows.steps.tolist() == list(STEPS)
+    for i, step in enumerate(STEPS):
+        tb_edges, tb_counts = source[step]
+        counts = rows.counts[i]
+        edges = np.linspace(rows.lo[i], rows.hi[i], len(counts) + 1)
         assert counts.sum() == tb_counts.sum() == 500
         assert (edges[0], edges[-1]) == (tb_edges[0], tb_edges[-1])
         stored = np.concatenate([[0], np.cumsum(counts)])
         theirs = np.interp(edges, tb_edges, np.concatenate([[0], np.cumsum(tb_counts)]))
         assert np.max(np.abs(stored - theirs)) <= 1.0
+        view.step = step  # the view's histogram at the linked step: that uniform row
+        assert view.current["step"] == step
+        assert (view.current["lo"], view.current["hi"]) == (tb_edges[0], tb_edges[-1])
+        drawn = np.frombuffer(view.current["counts"]["data"], dtype="<f8")
+        np.testing.assert_array_equal(drawn, counts)
+    history = np.frombuffer(view.data["counts"]["data"], dtype="<f4").reshape(len(STEPS), -1)
+    np.testing.assert_allclose(history.sum(axis=1), 500, rtol=1e-6)
 
 
 def test_images_become_samples_of_their_tag_with_the_step_as_id(logdir, tmp_path):
@@ -275,3 +303,36 @@ def test_without_tensorboard_the_error_names_the_extra(logdir):
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     ).stdout
     assert "pip install 'nbviz[tensorboard]'" in out
+
+
+def test_damaged_stored_bins_are_a_clear_error_and_the_views_still_draw(logdir, tmp_path):
+    import sqlite3
+
+    from nbviz.store import RunFileError
+
+    nbviz.from_tensorboard(logdir, tmp_path / "run").close()
+    conn = sqlite3.connect(tmp_path / "run" / "run.sqlite")
+    with conn:
+        where = "step = ? AND sid = (SELECT id FROM series WHERE signal = 'gradient')"
+
+        def edges(step: int) -> np.ndarray:
+            row = conn.execute(f"SELECT edges FROM histogram_bins WHERE {where}", (step,))
+            return np.frombuffer(row.fetchone()[0], "<f8").copy()
+
+        nan_edge = edges(10)
+        nan_edge[3] = np.nan
+        backwards = edges(20)[::-1]
+        for step, blob in ((0, b"\x01\x02"), (10, nan_edge.tobytes()), (20, backwards.tobytes())):
+            conn.execute(f"UPDATE histogram_bins SET edges = ? WHERE {where}", (blob, step))
+    conn.close()
+    run = nbviz.open_run(tmp_path / "run")
+    faults = {0: "2 bytes of edges", 10: "a non-finite edge", 20: "edges that decrease"}
+    for step, fault in faults.items():
+        with pytest.raises(RunFileError, match=f"'fc1.weight'/gradient at step {step} .*{fault}"):
+            run.histogram("fc1.weight", "gradient", step)
+    view = nbviz.Histograms(run, signal="gradients")  # it draws the uniform rows
+    for step in STEPS:
+        view.step = step
+        assert view.current["step"] == step
+        assert np.frombuffer(view.current["counts"]["data"], "<f8").sum() == 500
+    nbviz.Dashboard(run)

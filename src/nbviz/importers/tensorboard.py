@@ -10,14 +10,17 @@ they were opened). What a run holds:
   a ``grad``/``grads``/``gradient(s)`` part makes it a gradient, an
   ``activation(s)``/``output(s)`` part an activation, an ``update(s)`` part an
   update, anything else a weight; the layer is the tag without that part
-  (``grads/fc1.weight`` -> layer ``fc1.weight``, signal ``gradient``). Bins are
-  kept exactly where nbviz's uniform bins can hold them, else re-binned (see
-  :mod:`nbviz.importers.rebin`);
+  (``grads/fc1.weight`` -> layer ``fc1.weight``, signal ``gradient``). Every
+  histogram keeps its bins as logged: ``run.histogram(layer, signal, step)``
+  returns TensorBoard's own edges and counts. The views draw uniform bins per
+  step, TensorBoard's where they are uniform, else a re-binning (see
+  :mod:`nbviz.importers.rebin`); the logged bins are stored beside them
+  (``histogram_bins``) wherever the uniform row does not reproduce them exactly;
 - images as samples: split = the tag, id = the step (one image per step; a
   tag's later images get the split ``tag/1``, ``tag/2``, ...).
 
 The run's ``meta`` keeps where it came from (``config``: source, logdir, run)
-and ``import_notes`` (what was re-binned or skipped).
+and ``import_notes`` (what the views draw re-binned, what was skipped).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from nbviz import records as rec
 from nbviz.importers import event_files as ef
 from nbviz.importers import rebin
 from nbviz.store import DB_NAME, Writer
+from nbviz.store.encoding import bins_blobs
 
 __all__ = ["from_tensorboard", "import_tensorboard", "layer_and_signal"]
 
@@ -182,15 +186,18 @@ def _write_histograms(
         if not keep:
             notes.append(
                 f"histogram {tag!r}: TensorBoard's bins are not uniform (or change in number "
-                f"from step to step); re-binned onto {n} uniform bins per step"
+                f"from step to step); the views draw them re-binned onto {n} uniform bins "
+                "per step, and run.histogram() returns the log's own bins"
             )
-        rows = []
+        rows, own = [], []
         for step in sorted(by_step):
             h = by_step[step]
             if keep:
                 counts = rebin.integer_counts(np.concatenate([[0.0], np.cumsum(h.counts)]))
             else:
                 counts = rebin.uniform(h.edges, h.counts, n)
+            if not _reproduces(h, counts):
+                own.append((step, layer, signal, *bins_blobs(h.edges, h.counts)))
             rows.append(
                 (
                     step,
@@ -205,6 +212,18 @@ def _write_histograms(
                 )
             )
         writer.insert("histograms", rows)
+        writer.insert("histogram_bins", own)
+
+
+def _reproduces(h: ef.Histogram, counts: np.ndarray) -> bool:
+    """Whether the uniform row (``counts`` over ``[edges[0], edges[-1]]``) gives back
+    exactly the logged edges and counts, so that they need not be kept apart."""
+    edges = np.linspace(float(h.edges[0]), float(h.edges[-1]), len(counts) + 1)
+    return (
+        len(counts) == len(h.counts)
+        and np.array_equal(edges, h.edges)
+        and np.array_equal(counts, h.counts)
+    )
 
 
 def _write_images(writer: Writer, images: dict[str, dict[int, list[np.ndarray]]]) -> None:

@@ -5,6 +5,11 @@ front); the heatmap has a row per step and a column per bin. Both mark the
 linked step. Long histories are sampled (at most ``MAX_ROWS`` steps, first
 and last included; ``notice`` says so), and the histogram at the linked step
 itself is always sent exactly.
+
+The view draws uniform bins: a histogram logged with unequal bins (a
+TensorBoard log's exponential buckets) is drawn re-binned onto uniform bins
+over its step's range, each bucket's count spread evenly across its width;
+``run.histogram(layer, signal, step)`` returns the bins as they were logged.
 """
 
 from __future__ import annotations
@@ -61,6 +66,10 @@ def common_bins(
 
 class Histograms(LiveView):
     """Distributions of a layer's weights, gradients or activations over steps.
+
+    Drawn on uniform bins per step; histograms logged with unequal bins (an
+    imported TensorBoard log) are drawn re-binned, their own bins being what
+    ``run.histogram`` returns.
 
     Parameters
     ----------
