@@ -242,15 +242,19 @@ def test_a_schema_5_run_is_migrated_to_6_and_then_keeps_logged_bins(tmp_path: Pa
     run = tmp_path / "run"
     _schema_5_run(run)
     edges, counts = [0.0, 0.1, 1.0], [7, 2]
-    with Writer(run) as w:  # a writer migrates it
-        w.insert("histogram_bins", [(3, "fc1", "weight", *bins_blobs(edges, counts))])
-    assert _stored_version(run) == SCHEMA_VERSION >= 6
-    assert "histogram_bins" in _table_names(run)
-    with Reader(run) as r:
-        got_edges, got_counts = r.histogram("fc1", "weight", 3)
-        np.testing.assert_array_equal(got_edges, edges)
-        np.testing.assert_array_equal(got_counts, counts)
-        np.testing.assert_array_equal(r.histogram_rows("fc1", "weight").counts[0], [0, 1, 2, 3])
+    with Reader(run) as early:  # opened before the migration, read as schema 5
+        assert len(early.histogram("fc1", "weight", 3)[1]) == 4
+        with Writer(run) as w:  # a writer migrates it
+            w.insert("histogram_bins", [(3, "fc1", "weight", *bins_blobs(edges, counts))])
+        assert _stored_version(run) == SCHEMA_VERSION >= 6
+        assert "histogram_bins" in _table_names(run)
+        with Reader(run) as r:
+            for reader in (r, early):
+                got_edges, got_counts = reader.histogram("fc1", "weight", 3)
+                np.testing.assert_array_equal(got_edges, edges)
+                np.testing.assert_array_equal(got_counts, counts)
+                rows = reader.histogram_rows("fc1", "weight")
+                np.testing.assert_array_equal(rows.counts[0], [0, 1, 2, 3])
 
 
 def test_a_run_older_than_schema_5_is_refused_read_only_until_migrated(tmp_path: Path) -> None:
@@ -261,3 +265,15 @@ def test_a_run_older_than_schema_5_is_refused_read_only_until_migrated(tmp_path:
     with pytest.raises(SchemaError, match="written with schema 4 .* open it once for writing"):
         Reader(run)  # a reader never changes a run
     assert _stored_version(run) == 4
+
+
+def test_versions_read_as_they_are_list_every_table_added_since() -> None:
+    """A read-only reader of such a version treats exactly these tables as empty."""
+
+    def tables(version: int) -> set[str]:
+        return {o[1] for o in schema.expected_objects(version) if o[0] == "table"}
+
+    for version, added in schema.READ_AS_IS.items():
+        assert version < SCHEMA_VERSION
+        assert tables(SCHEMA_VERSION) - tables(version) == set(added), version
+        assert tables(version) <= tables(SCHEMA_VERSION), version

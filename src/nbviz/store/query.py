@@ -331,9 +331,16 @@ class ReaderBase(Closing):
 
     def _holds(self, table: str) -> bool:
         """Whether the run has ``table``: False for a table added after the schema of
-        an older run that is read as it is (:data:`~nbviz.store.tables.READ_AS_IS`)."""
+        an older run that is read as it is (:data:`~nbviz.store.tables.READ_AS_IS`),
+        until a writer migrates the run."""
         self._conn()  # the first connection reads the version
-        return table not in self._absent
+        if table not in self._absent:
+            return True
+        found = self._one("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
+        if found is None:
+            return False
+        self._absent = self._absent - {table}  # migrated since it was opened
+        return True
 
     def _q(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
         return self._fetch(sql, params, sqlite3.Cursor.fetchall)

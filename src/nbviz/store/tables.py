@@ -298,6 +298,8 @@ DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
 
 #: Older versions that a read-only reader reads as they are, without migrating them
 #: (a reader never changes a run): ``version -> tables added since``, which such a
-#: run holds none of and which its reads treat as empty. A version missing here is
-#: read only once a writer has migrated it.
+#: run holds none of and which its reads treat as empty (each read of such a table
+#: asks ``ReaderBase._holds`` first). A version missing here is read only once a
+#: writer has migrated it. A new schema that adds a table lists it for every version
+#: here, or takes that version out (tests/test_store_schema.py checks the lists).
 READ_AS_IS: dict[int, tuple[str, ...]] = {5: ("histogram_bins",)}
