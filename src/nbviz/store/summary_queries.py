@@ -35,6 +35,9 @@ __all__ = ["SeriesSummary", "SummaryQueries", "STAT_FIELDS"]
 #: and of ``norm``, the sum of ``nonfinite``, the mean of the others).
 STAT_FIELDS = ("mean", "std", "min", "max", "norm", "zero_frac", "rel", "nonfinite")
 _TOP = len(LEVEL_WIDTHS) - 1
+# stat_buckets is read by series: without this SQLite's planner prefers the primary key
+# (level, bucket, sid), which reads every series' buckets of the level in the range
+_STAT_BUCKETS = "stat_buckets INDEXED BY stat_buckets_by_series"
 _SCALAR_BUCKET_COLUMNS = (
     "first_step, last_step, n, n_finite, total, min, min_step, max, max_step, last, "
     "bad_first, bad_last, bad_kind"
@@ -307,7 +310,7 @@ class SummaryQueries(ReaderBase):
         if sid is None:
             raise self._unknown_layer("layer_stats", layer, signal)
         bounds = self._row(
-            "SELECT min(first_step), max(last_step), sum(n) FROM stat_buckets "
+            f"SELECT min(first_step), max(last_step), sum(n) FROM {_STAT_BUCKETS} "
             "WHERE sid = ? AND level = ?",
             (sid, _TOP),
         )
@@ -319,7 +322,7 @@ class SummaryQueries(ReaderBase):
         width = LEVEL_WIDTHS[level]
         rows = self._q(
             "SELECT last_step, n, mean_total, mean_n, std_total, std_n, min, max, norm, "
-            "zero_total, zero_n, rel_total, rel_n, nonfinite FROM stat_buckets "
+            f"zero_total, zero_n, rel_total, rel_n, nonfinite FROM {_STAT_BUCKETS} "
             "WHERE sid = ? AND level = ? AND bucket BETWEEN ? AND ? ORDER BY bucket",
             (sid, level, lo // width, hi // width),
         )
