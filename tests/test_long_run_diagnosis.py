@@ -134,3 +134,76 @@ def test_an_outline_holds_the_ends_as_logged_and_exact_bucket_means_between(
         assert row.value == pytest.approx(rows.mean())
         assert row.peak == pytest.approx(rows.max())
         assert loss[row.peak_step] == pytest.approx(row.peak)
+
+
+# -- the checks of layer statistics ---------------------------------------------------
+
+MODULES = (("enc.0", "Linear"), ("act.0", "ReLU"), ("head", "Linear"))
+PARAMS = ("enc.0.weight", "head.weight")
+
+
+def _write_probed(path: Path, n_steps: int) -> Path:
+    """A healthy run as a probe records it: every step's statistics of three layers."""
+    rng = np.random.default_rng(0)
+    with Writer(path, commit_interval=0.2) as w:
+        w.set_meta(
+            "model",
+            {
+                "modules": [
+                    {"name": m, "type": t, "depth": 1, "shape": [32, 16], "watched": True}
+                    for m, t in MODULES
+                ],
+                "forward_order": [m for m, _ in MODULES],
+            },
+        )
+        w.set_meta(
+            "probe",
+            {
+                "every": 1,
+                "signals": ["activations", "gradients", "weights"],
+                "layers": [m for m, _ in MODULES],
+                "params": [{"name": p, "shape": [16, 16], "requires_grad": True} for p in PARAMS],
+            },
+        )
+        loss = _loss(n_steps)
+        for lo in range(0, n_steps, 2000):
+            scalars, stats = [], []
+            for s in range(lo, min(lo + 2000, n_steps)):
+                scalars.append(("train_loss", s, float(loss[s]), 0.0))
+                for m, _ in MODULES:
+                    z = 0.2 + 0.01 * rng.random()
+                    stats.append((s, m, "activation", 512, 0.5, 1.0, 0.0, 4.0, z, 0, 20.0, None))
+                    stats.append(
+                        (s, m, "gradient", 512, 0.0, 1e-3, -1e-2, 1e-2, 0.0, 0, 0.02, None)
+                    )
+                for p in PARAMS:
+                    g = 0.02 * (1 + 0.1 * rng.random())
+                    stats.append((s, p, "gradient", 256, 0.0, 1e-3, -1e-2, 1e-2, 0.0, 0, g, None))
+                    stats.append((s, p, "weight", 256, 0.0, 0.1, -0.4, 0.4, 0.0, 0, 1.6, None))
+                    stats.append(
+                        (s, p, "update", 256, 0.0, 1e-4, -1e-3, 1e-3, 0.0, 0, 1.6e-3, 1e-3)
+                    )
+            w.insert("scalars", scalars)
+            w.insert("layer_stats", stats)
+    return path
+
+
+def test_the_checks_of_layer_statistics_read_a_bounded_number_of_captures(
+    tmp_path: Path, count_vm_steps
+) -> None:
+    from nbviz.analysis.checks.model import WHOLE_CAPTURES, capture_steps
+
+    reads = {}
+    for n in (SHORT, 3 * WHOLE_CAPTURES, 24 * WHOLE_CAPTURES):
+        with nbviz.open_run(_write_probed(tmp_path / f"run-{n}", n)) as run:
+            reads[n], findings = count_vm_steps(run, run.diagnose)
+            assert findings.empty, (n, findings[["id", "message"]].to_dict("records"))
+            steps = capture_steps(run, "weight")
+            if n <= WHOLE_CAPTURES:
+                assert steps is None
+            else:
+                assert len(steps) <= WHOLE_CAPTURES and steps == sorted(set(steps))
+                assert steps[0] == 0 and steps[-1] == n - 1
+    long, middle = reads[24 * WHOLE_CAPTURES], reads[3 * WHOLE_CAPTURES]
+    assert long <= 1.5 * middle, reads
+    assert long <= 4 * reads[SHORT], reads

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from nbviz.analysis.checks.finding import Finding, pct
-from nbviz.analysis.checks.model import layout
+from nbviz.analysis.checks.model import layer_stats, layout
 from nbviz.analysis.checks.robust import trailing_run_start
 
 CHECK = "saturated_units"
@@ -69,7 +69,7 @@ def check(run: Any) -> list[Finding]:
         if kind not in SATURATING:
             continue
         low, high = SATURATING[kind]
-        stats = run.stats("activation", layer=layer)
+        stats = layer_stats(run, "activation", layer)
         if len(stats) < MIN_CAPTURES:
             continue
         steps = stats["step"].to_numpy(dtype=np.int64)
