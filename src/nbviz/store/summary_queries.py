@@ -173,10 +173,15 @@ class SummaryQueries(ReaderBase):
         lo, hi = int(lo), int(hi)
         level = _level(lo, hi, max_points)
         width = LEVEL_WIDTHS[level]
-        rows = self._q(
-            f"SELECT {_SCALAR_BUCKET_COLUMNS} FROM scalar_buckets WHERE name = ? AND level = ? "
-            "AND bucket BETWEEN ? AND ? ORDER BY bucket",
-            (name, level, lo // width, hi // width),
+        # a scalar has one row per step: a range of at most max_points steps is read as rows
+        rows = (
+            []
+            if hi - lo < max_points
+            else self._q(
+                f"SELECT {_SCALAR_BUCKET_COLUMNS} FROM scalar_buckets WHERE name = ? "
+                "AND level = ? AND bucket BETWEEN ? AND ? ORDER BY bucket",
+                (name, level, lo // width, hi // width),
+            )
         )
         estimate = sum(int(r[2]) for r in rows if type(r[2]) is int)
         if estimate <= max_points:

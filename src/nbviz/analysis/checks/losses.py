@@ -17,16 +17,51 @@ spike).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 TRAIN_NAMES = ("train_loss", "loss")
+VAL_NAMES = ("val_loss", "eval_loss", "valid_loss", "validation_loss")
 #: Rows of a loss read whole; beyond them, buckets between exact ends.
 WHOLE = 2048
 #: Losses read as logged at each end of a longer series.
 ENDS = 512
-VAL_NAMES = ("val_loss", "eval_loss", "valid_loss", "validation_loss")
+
+
+_SHARED: ContextVar[dict[tuple[int, str], pd.DataFrame] | None] = ContextVar(
+    "nbviz_shared_outlines", default=None
+)
+
+
+@contextmanager
+def outlines_shared() -> Iterator[None]:
+    """Within it, each scalar's outline is read once per run: the checks of one
+    diagnosis read the training loss once between them."""
+    if _SHARED.get() is not None:
+        yield
+        return
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def outline(run: Any, name: str) -> pd.DataFrame:
+    """``run.scalar_outline(name)`` at the checks' sizes (shared in :func:`outlines_shared`)."""
+    shared = _SHARED.get()
+    key = (id(run), name)
+    if shared is not None and key in shared:
+        return shared[key]
+    out = run.scalar_outline(name, WHOLE, ENDS)
+    if shared is not None:
+        shared[key] = out
+    return out
 
 
 def loss_series(
@@ -41,13 +76,12 @@ def loss_series(
     known = set(run.scalar_names())
     for name in candidates:
         if name in known:
-            outline = getattr(run, "scalar_outline", None)
-            if outline is None:  # a run object without the store's bounded reads
+            if not hasattr(run, "scalar_outline"):  # a run without the store's bounded reads
                 frame = run.scalars(name)
                 steps = frame["step"].to_numpy(dtype=np.int64)
                 values = frame["value"].to_numpy(dtype=np.float64)
             else:
-                frame = outline(name, WHOLE, ENDS)
+                frame = outline(run, name)
                 steps = frame["peak_step" if peaks else "step"].to_numpy(dtype=np.int64)
                 values = frame["peak" if peaks else "value"].to_numpy(dtype=np.float64)
             keep = np.isfinite(values)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nbviz.analysis.checks.losses import ENDS, WHOLE
+from nbviz.analysis.checks.losses import outline
 from nbviz.analysis.checks.model import ModelLayout, param_stats
 
 #: Scalar names read as the learning rate, most specific first.
@@ -40,8 +40,7 @@ def lr_series(run: Any) -> tuple[str, np.ndarray, np.ndarray] | None:
         chosen = next((n for n in sorted(names) if _LR_PATTERN.search(n)), None)
     if chosen is None:
         return None
-    outline = getattr(run, "scalar_outline", None)
-    frame = run.scalars(chosen) if outline is None else outline(chosen, WHOLE, ENDS)
+    frame = outline(run, chosen) if hasattr(run, "scalar_outline") else run.scalars(chosen)
     values = frame["value"].to_numpy(dtype=np.float64)
     keep = np.isfinite(values)
     if not keep.any():
