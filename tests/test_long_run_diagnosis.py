@@ -142,8 +142,9 @@ MODULES = (("enc.0", "Linear"), ("act.0", "ReLU"), ("head", "Linear"))
 PARAMS = ("enc.0.weight", "head.weight")
 
 
-def _write_probed(path: Path, n_steps: int) -> Path:
-    """A healthy run as a probe records it: every step's statistics of three layers."""
+def _write_probed(path: Path, n_steps: int, dead_from: int | None = None) -> Path:
+    """A run as a probe records it: every step's statistics of three layers and the
+    zero fraction of each of the ReLU's 16 units (9 of them dead from ``dead_from``)."""
     rng = np.random.default_rng(0)
     with Writer(path, commit_interval=0.2) as w:
         w.set_meta(
@@ -167,9 +168,13 @@ def _write_probed(path: Path, n_steps: int) -> Path:
         )
         loss = _loss(n_steps)
         for lo in range(0, n_steps, 2000):
-            scalars, stats = [], []
+            scalars, stats, units = [], [], []
             for s in range(lo, min(lo + 2000, n_steps)):
                 scalars.append(("train_loss", s, float(loss[s]), 0.0))
+                zero = (0.3 + 0.2 * rng.random(16)).astype("<f4")
+                if dead_from is not None and s >= dead_from:
+                    zero[:9] = 1.0
+                units.append((s, "act.0", "zero_frac", zero.tobytes()))
                 for m, _ in MODULES:
                     z = 0.2 + 0.01 * rng.random()
                     stats.append((s, m, "activation", 512, 0.5, 1.0, 0.0, 4.0, z, 0, 20.0, None))
@@ -185,6 +190,7 @@ def _write_probed(path: Path, n_steps: int) -> Path:
                     )
             w.insert("scalars", scalars)
             w.insert("layer_stats", stats)
+            w.insert("unit_stats", units)
     return path
 
 
@@ -207,3 +213,18 @@ def test_the_checks_of_layer_statistics_read_a_bounded_number_of_captures(
     long, middle = reads[24 * WHOLE_CAPTURES], reads[3 * WHOLE_CAPTURES]
     assert long <= 1.5 * middle, reads
     assert long <= 4 * reads[SHORT], reads
+
+
+def test_units_that_die_midway_through_a_long_run_are_dated_at_the_captures_read(
+    tmp_path: Path,
+) -> None:
+    from nbviz.analysis.checks.model import WHOLE_CAPTURES
+
+    n = 24 * WHOLE_CAPTURES
+    onset = n // 2 + 7
+    with nbviz.open_run(_write_probed(tmp_path / "run", n, dead_from=onset)) as run:
+        findings = run.diagnose()
+    dead = findings[findings["check"] == "dead_units"]
+    assert list(dead["layer"]) == ["act.0"], findings[["id", "message"]].to_dict("records")
+    # the middle of the run is read every n / 1024 captures: the onset within one spacing
+    assert onset <= dead["step"].iloc[0] <= onset + n // 1024 + 1

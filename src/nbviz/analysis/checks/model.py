@@ -147,6 +147,21 @@ def layer_stats(
     return run.stats(signal, layer=layer, steps=steps)
 
 
+def unit_values(run: Any, layer: str, signal: str) -> tuple[np.ndarray, np.ndarray]:
+    """``run.unit_stats(layer, signal)`` at the captures the checks read.
+
+    A probe records per-unit values at every activation capture: those of
+    :func:`capture_steps` are read. A run that recorded them on another schedule
+    (fewer than half of those captures hold them) is read whole.
+    """
+    steps = capture_steps(run, "activation")
+    if steps is not None:
+        got = run.unit_stats(layer, signal, steps=steps)
+        if len(got[0]) >= len(steps) // 2:
+            return got
+    return run.unit_stats(layer, signal)
+
+
 def param_stats(run: Any, signal: str, names: Sequence[str]) -> pd.DataFrame:
     """The ``signal`` stats rows of the named parameters only (one index scan each), at
     the captures the checks read (:func:`capture_steps`: all of them on a short run).
