@@ -181,7 +181,7 @@ def measure(path: Path, n_steps: int, repeats: int) -> list[dict[str, Any]]:
     zoom_ms = (time.perf_counter() - t0) * 1000
     dash.close()
     run.close()
-    # the HealthReport's diagnosis (analysis over whole series), apart from the views' reads
+    # the HealthReport's diagnosis, apart from the views' reads
     fresh = nbviz.open_run(path)
     t0 = time.perf_counter()
     fresh.diagnose()
@@ -285,7 +285,8 @@ def main() -> None:
             "(every view updates); select ms: choosing a layer in the LayerBrowser; zoom ms: "
             "every scalar's rows over 1% of the run (its middle), as LossCurves.window reads "
             "them; diagnose s: run.diagnose() "
-            "alone (the HealthReport's analysis, which reads whole series); views s: build s "
+            "alone (the HealthReport's analysis: loss outlines and a bounded number of captures); "
+            "views s: build s "
             "less diagnose s."
         )
 

@@ -45,3 +45,28 @@ def nan_run_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from training import nan_run
 
     return nan_run(tmp_path_factory.mktemp("nan") / "run")
+
+
+@pytest.fixture()
+def count_vm_steps():
+    """``count(run, action) -> (vm_steps, result)``: SQLite virtual-machine steps ``action()``
+    runs on ``run``'s connection in this thread (bounded reads asserted by counting, not timing).
+    """
+    from nbviz.store.connection import _PROGRESS_OPS
+
+    def count(run, action):
+        conn = run._conn()
+        ticks = [0]
+
+        def tick() -> int:
+            ticks[0] += 1
+            return 0
+
+        conn.set_progress_handler(tick, 10)
+        try:
+            result = action()
+        finally:
+            conn.set_progress_handler(conn._over_budget, _PROGRESS_OPS)
+        return ticks[0] * 10, result
+
+    return count

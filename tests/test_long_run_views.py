@@ -88,3 +88,16 @@ def test_a_scrubber_move_and_a_layer_click_read_the_same_on_a_longer_run(
     assert move[LONG] <= 1.5 * move[SHORT] + dead + 500, (move, dead)
     for view in [*scrubbers.values(), *browsers.values()]:
         view.close()
+
+
+def test_a_dashboard_builds_from_about_as_much_of_a_run_sixteen_times_longer(
+    opened: dict[int, Any],
+) -> None:
+    built: dict[int, Any] = {}
+    build = _both(opened, lambda run, n: built.__setitem__(n, nbviz.Dashboard(run, live=False)))
+    # the diagnosis (the HealthReport's findings) included, its losses read as outlines;
+    # what grows is LossCurves' summaries up to their point budget (every row of the short
+    # run, 2000 buckets at most of a long one): a whole read of the losses would be 16x
+    assert build[LONG] <= 2.5 * build[SHORT], build
+    for dash in built.values():
+        dash.close()

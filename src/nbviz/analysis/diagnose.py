@@ -46,6 +46,7 @@ from nbviz.analysis.checks import (
     stuck_weights,
 )
 from nbviz.analysis.checks.finding import CAUSES, SEVERITIES, SEVERITY_RANK, Finding
+from nbviz.analysis.checks.losses import outlines_shared
 from nbviz.analysis.checks.model import layout
 
 __all__ = ["CAUSES", "CHECKS", "COLUMNS", "Finding", "diagnose", "format_findings", "to_frame"]
@@ -102,8 +103,9 @@ def diagnose(run: Any, checks: Sequence[str] | None = None) -> pd.DataFrame:
                 f"diagnose: unknown check(s) {unknown}; choose from {', '.join(CHECKS)}"
             )
     findings: list[Finding] = []
-    for name in chosen:
-        findings.extend(CHECKS[name](run))
+    with outlines_shared():  # the checks read each loss once between them
+        for name in chosen:
+            findings.extend(CHECKS[name](run))
     frame = to_frame(findings, context(run))
     frame.attrs["checks"] = chosen
     return frame

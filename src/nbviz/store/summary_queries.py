@@ -7,6 +7,9 @@ writer keeps (:mod:`nbviz.store.summaries`) and from index seeks:
 - :meth:`~SummaryQueries.scalar_summary` / :meth:`~SummaryQueries.stats_summary`:
   one series over a step range, as its rows when at most ``max_points`` fall in
   it, else as min/max/mean buckets of the finest resolution that fits;
+- :meth:`~SummaryQueries.scalar_outline`: one scalar for an analysis of its shape,
+  its first and last rows as logged and bucket means and peaks between them;
+- :meth:`~SummaryQueries.first_nonfinite`: a scalar's first NaN/Inf, by one seek;
 - :meth:`~SummaryQueries.scalars_at`: each scalar's latest value at a step;
 - :meth:`~SummaryQueries.histogram_before`: a layer's latest histogram at a step;
 - :meth:`~SummaryQueries.recorded_steps`: the steps a source has rows at, from
@@ -32,6 +35,9 @@ __all__ = ["SeriesSummary", "SummaryQueries", "STAT_FIELDS"]
 #: and of ``norm``, the sum of ``nonfinite``, the mean of the others).
 STAT_FIELDS = ("mean", "std", "min", "max", "norm", "zero_frac", "rel", "nonfinite")
 _TOP = len(LEVEL_WIDTHS) - 1
+# stat_buckets is read by series: without this SQLite's planner prefers the primary key
+# (level, bucket, sid), which reads every series' buckets of the level in the range
+_STAT_BUCKETS = "stat_buckets INDEXED BY stat_buckets_by_series"
 _SCALAR_BUCKET_COLUMNS = (
     "first_step, last_step, n, n_finite, total, min, min_step, max, max_step, last, "
     "bad_first, bad_last, bad_kind"
@@ -167,10 +173,15 @@ class SummaryQueries(ReaderBase):
         lo, hi = int(lo), int(hi)
         level = _level(lo, hi, max_points)
         width = LEVEL_WIDTHS[level]
-        rows = self._q(
-            f"SELECT {_SCALAR_BUCKET_COLUMNS} FROM scalar_buckets WHERE name = ? AND level = ? "
-            "AND bucket BETWEEN ? AND ? ORDER BY bucket",
-            (name, level, lo // width, hi // width),
+        # a scalar has one row per step: a range of at most max_points steps is read as rows
+        rows = (
+            []
+            if hi - lo < max_points
+            else self._q(
+                f"SELECT {_SCALAR_BUCKET_COLUMNS} FROM scalar_buckets WHERE name = ? "
+                "AND level = ? AND bucket BETWEEN ? AND ? ORDER BY bucket",
+                (name, level, lo // width, hi // width),
+            )
         )
         estimate = sum(int(r[2]) for r in rows if type(r[2]) is int)
         if estimate <= max_points:
@@ -199,6 +210,91 @@ class SummaryQueries(ReaderBase):
         )
         return SeriesSummary(width, estimate, lo, hi, buckets)
 
+    def scalar_outline(self, name: str, max_points: int = 2048, ends: int = 512) -> pd.DataFrame:
+        """One scalar in at most about ``max_points + 2 * ends`` rows, for an analysis of its shape.
+
+        Every row when it has at most ``max_points``. Else its first and last
+        ``ends`` rows as logged (``ends`` at most ``max_points // 2``) and, between
+        them, one row per bucket of the finest summary level that fits
+        ``max_points``: ``value`` the mean of its finite values, ``peak`` the
+        largest at ``peak_step``, ``step`` its last step (buckets without a finite
+        value are left out). Columns ``step, value, peak, peak_step, n`` (``n``:
+        the rows a row stands for, 1 for a row as logged), sorted by step; a
+        logged row keeps NaN/Inf.
+        """
+        ends = min(_check_points(ends), _check_points(max_points) // 2)  # head, tail apart
+        summary = self.scalar_summary(name, max_points)
+        if summary.width == 0:
+            rows = summary.frame
+            return pd.DataFrame(
+                {
+                    "step": rows["step"].to_numpy(dtype=np.int64),
+                    "value": rows["value"].to_numpy(dtype=np.float64),
+                    "peak": rows["value"].to_numpy(dtype=np.float64),
+                    "peak_step": rows["step"].to_numpy(dtype=np.int64),
+                    "n": np.ones(len(rows), dtype=np.int64),
+                }
+            )
+        head = self._q(
+            "SELECT step, value FROM scalars WHERE name = ? ORDER BY step LIMIT ?", (name, ends)
+        )
+        tail = self._q(
+            "SELECT step, value FROM scalars WHERE name = ? ORDER BY step DESC LIMIT ?",
+            (name, ends),
+        )[::-1]
+        b = summary.frame
+        n_finite = b["n_finite"].to_numpy(dtype=np.float64, na_value=0.0)
+        inside = (
+            (b["first_step"].to_numpy(dtype=np.float64, na_value=np.nan) > head[-1][0])
+            & (b["last_step"].to_numpy(dtype=np.float64, na_value=np.nan) < tail[0][0])
+            & (n_finite > 0)
+        )
+        b = b[inside]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = b["total"].to_numpy(dtype=np.float64, na_value=np.nan) / n_finite[inside]
+        logged = frame(head + tail, ("step", "value"), "if")
+        steps = logged["step"].to_numpy(dtype=np.int64)
+        values = logged["value"].to_numpy(dtype=np.float64)
+        return pd.DataFrame(
+            {
+                "step": np.concatenate(
+                    [steps[: len(head)], b["last_step"].to_numpy(np.int64), steps[len(head) :]]
+                ),
+                "value": np.concatenate([values[: len(head)], means, values[len(head) :]]),
+                "peak": np.concatenate(
+                    [values[: len(head)], b["max"].to_numpy(np.float64), values[len(head) :]]
+                ),
+                "peak_step": np.concatenate(
+                    [steps[: len(head)], b["max_step"].to_numpy(np.int64), steps[len(head) :]]
+                ),
+                "n": np.concatenate(
+                    [
+                        np.ones(len(head), dtype=np.int64),
+                        b["n"].to_numpy(np.int64),
+                        np.ones(len(tail), dtype=np.int64),
+                    ]
+                ),
+            }
+        )
+
+    def first_nonfinite(self, name: str) -> tuple[int, float] | None:
+        """``(step, value)`` of a scalar's first NaN/Inf, or None: two index seeks.
+
+        Read from its coarsest summary (the first non-finite step of each bucket),
+        then the row at that step.
+        """
+        if name not in self.scalar_names():
+            raise ValueError(
+                f"no scalar named {name!r}; {close_matches(name, self.scalar_names())}"
+            )
+        step = self._one(
+            "SELECT min(bad_first) FROM scalar_buckets WHERE name = ? AND level = ?", (name, _TOP)
+        )
+        if step is None:
+            return None
+        value = self._one("SELECT value FROM scalars WHERE name = ? AND step = ?", (name, step))
+        return int(step), nan(value)
+
     # -- layer statistics ------------------------------------------------------------
 
     def stats_summary(
@@ -219,7 +315,7 @@ class SummaryQueries(ReaderBase):
         if sid is None:
             raise self._unknown_layer("layer_stats", layer, signal)
         bounds = self._row(
-            "SELECT min(first_step), max(last_step), sum(n) FROM stat_buckets "
+            f"SELECT min(first_step), max(last_step), sum(n) FROM {_STAT_BUCKETS} "
             "WHERE sid = ? AND level = ?",
             (sid, _TOP),
         )
@@ -231,7 +327,7 @@ class SummaryQueries(ReaderBase):
         width = LEVEL_WIDTHS[level]
         rows = self._q(
             "SELECT last_step, n, mean_total, mean_n, std_total, std_n, min, max, norm, "
-            "zero_total, zero_n, rel_total, rel_n, nonfinite FROM stat_buckets "
+            f"zero_total, zero_n, rel_total, rel_n, nonfinite FROM {_STAT_BUCKETS} "
             "WHERE sid = ? AND level = ? AND bucket BETWEEN ? AND ? ORDER BY bucket",
             (sid, level, lo // width, hi // width),
         )

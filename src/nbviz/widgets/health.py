@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import traitlets
 
+from nbviz.analysis.checks.losses import outlines_shared
 from nbviz.analysis.triage import triage
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, view_css
@@ -139,7 +140,9 @@ class HealthReport(LiveView):
 
     def _rebuild(self) -> None:
         self._last = time.monotonic()
-        frame = self._run.diagnose()
+        with outlines_shared():  # the diagnosis and the verdict read each loss once
+            frame = self._run.diagnose()
+            verdict = triage(self._run, frame)
         self.verdict = [
             {
                 "cause": str(v["cause"]),
@@ -149,7 +152,7 @@ class HealthReport(LiveView):
                 "evidence": [str(e) for e in v["evidence"]],
                 "findings": [str(i) for i in v["findings"]],
             }
-            for v in triage(self._run, frame).to_dict("records")
+            for v in verdict.to_dict("records")
         ]
         rows = []
         for f in frame.to_dict("records"):

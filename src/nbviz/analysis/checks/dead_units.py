@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from nbviz.analysis.checks.finding import Finding, pct
-from nbviz.analysis.checks.model import layout
+from nbviz.analysis.checks.model import layout, unit_values
 from nbviz.analysis.checks.robust import trailing_run_start
 
 CHECK = "dead_units"
@@ -54,7 +54,7 @@ def check(run: Any) -> list[Finding]:
     for layer in sorted(layers, key=lay.depth):
         if lay.type_of(layer) not in RELU_LIKE:
             continue
-        steps, zero = run.unit_stats(layer, "zero_frac")
+        steps, zero = unit_values(run, layer, "zero_frac")
         if len(steps) < MIN_CAPTURES or zero.shape[1] == 0:
             continue
         # a short run: every capture but the first (the units may have died after it)

@@ -107,8 +107,7 @@ def _bias_rms(run: Any, module: str, step: int) -> float:
     name = f"{module}.bias"
     if name not in run.recorded_layers("weight"):
         return 0.0
-    rows = run.stats("weight", layer=name)
-    rows = rows[rows["step"] == step]
+    rows = run.stats("weight", layer=name, steps=[int(step)])
     if rows.empty or not rows["count"].iloc[0]:
         return 0.0
     return float(rows["norm"].iloc[0]) / float(np.sqrt(rows["count"].iloc[0]))

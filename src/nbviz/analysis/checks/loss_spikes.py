@@ -20,6 +20,11 @@ at most 5%, batch 16 (Adam) 24%. At batches of 8 or fewer one confidently
 wrong sample can undo it all; such a step is reported, and the batch is worth
 a look.
 
+On a long run the middle of the loss is read as the peaks of the store's
+buckets (:mod:`~nbviz.analysis.checks.losses`): a spike is its bucket's peak,
+and stands out against the peaks of the buckets before it as a step does
+against its neighbours.
+
 Consecutive spiking steps form one spike (reported at its first step, with its
 peak). Each spike is a ``warning``; at most :data:`MAX_FINDINGS` are listed,
 largest first.
@@ -49,7 +54,7 @@ NOISE_FLOOR = 1e-3
 
 def check(run: Any) -> list[Finding]:
     """A warning per spike of the training loss, largest first."""
-    series = train_loss(run)
+    series = train_loss(run, peaks=True)  # a long run's buckets by their peaks
     if series is None:
         return []
     name, steps, values = series

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -114,13 +115,62 @@ def layout(run: Any) -> ModelLayout | None:
     )
 
 
+#: Captures of a signal read whole; of a longer run the checks read this many of them.
+WHOLE_CAPTURES = 2048
+
+
+def capture_steps(run: Any, signal: str) -> list[int] | None:
+    """The captures of ``signal`` the checks read: None for every one (at most
+    :data:`WHOLE_CAPTURES`), else the first and last quarter of that many and evenly
+    spaced ones between, so that a check reads a bounded number of exact rows of a
+    long run (its start, its end, and its course at a coarser spacing).
+    """
+    steps = np.asarray(run.steps(signal), dtype=np.int64)
+    if len(steps) <= WHOLE_CAPTURES:
+        return None
+    ends = WHOLE_CAPTURES // 4
+    middle = steps[ends:-ends]
+    pick = np.linspace(0, len(middle) - 1, WHOLE_CAPTURES - 2 * ends).round().astype(np.int64)
+    return np.concatenate([steps[:ends], np.unique(middle[pick]), steps[-ends:]]).tolist()
+
+
+def layer_stats(
+    run: Any, signal: str, layer: str, steps: list[int] | None | bool = True
+) -> pd.DataFrame:
+    """One layer's ``signal`` stats rows at the captures the checks read (:func:`capture_steps`;
+    pass ``steps`` to reuse them: None reads every row).
+    """
+    if steps is True:
+        steps = capture_steps(run, signal)
+    if steps is None:
+        return run.stats(signal, layer=layer)
+    return run.stats(signal, layer=layer, steps=steps)
+
+
+def unit_values(run: Any, layer: str, signal: str) -> tuple[np.ndarray, np.ndarray]:
+    """``run.unit_stats(layer, signal)`` at the captures the checks read.
+
+    A probe records per-unit values at every activation capture: those of
+    :func:`capture_steps` are read. A run that recorded them on another schedule
+    (fewer than half of those captures hold them) is read whole.
+    """
+    steps = capture_steps(run, "activation")
+    if steps is not None:
+        got = run.unit_stats(layer, signal, steps=steps)
+        if len(got[0]) >= len(steps) // 2:
+            return got
+    return run.unit_stats(layer, signal)
+
+
 def param_stats(run: Any, signal: str, names: Sequence[str]) -> pd.DataFrame:
-    """The ``signal`` stats rows of the named parameters only (one index scan each).
+    """The ``signal`` stats rows of the named parameters only (one index scan each), at
+    the captures the checks read (:func:`capture_steps`: all of them on a short run).
 
     Names without rows are left out; an empty frame when none has any.
     """
     recorded = set(run.recorded_layers(signal))
-    frames = [run.stats(signal, layer=name) for name in names if name in recorded]
+    steps = capture_steps(run, signal)
+    frames = [layer_stats(run, signal, name, steps) for name in names if name in recorded]
     frames = [f for f in frames if len(f)]
     if not frames:
         return run.stats(signal, steps=[])

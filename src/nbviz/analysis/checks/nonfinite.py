@@ -36,6 +36,15 @@ def _rank(lay: ModelLayout | None, item: dict[str, Any]) -> tuple:
     return (item["step"], 2, -depth)  # backward runs from the output
 
 
+def _first_nonfinite(run: Any, name: str) -> tuple[int, float] | None:
+    """The first non-finite value of a scalar: by index seeks where the run has them."""
+    if hasattr(run, "first_nonfinite"):
+        return run.first_nonfinite(name)
+    frame = run.scalars(name)
+    bad = frame[~np.isfinite(frame["value"].to_numpy(dtype=np.float64))]
+    return (int(bad["step"].iloc[0]), float(bad["value"].iloc[0])) if len(bad) else None
+
+
 def check(run: Any) -> list[Finding]:
     """One error naming the first non-finite value (step, layer) and what it reached."""
     lay = layout(run)
@@ -63,16 +72,15 @@ def check(run: Any) -> list[Finding]:
     for name in LOSS_NAMES:
         if name not in known:
             continue
-        frame = run.scalars(name)
-        bad = frame[~np.isfinite(frame["value"].to_numpy(dtype=np.float64))]
-        if len(bad):
+        bad = _first_nonfinite(run, name)
+        if bad is not None:
             items.append(
                 {
                     "module": "",
                     "name": name,
                     "signal": "loss",
-                    "step": int(bad["step"].iloc[0]),
-                    "value": str(bad["value"].iloc[0]),
+                    "step": bad[0],
+                    "value": str(bad[1]),
                 }
             )
     if not items:

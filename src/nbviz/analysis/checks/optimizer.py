@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nbviz.analysis.checks.losses import outline
 from nbviz.analysis.checks.model import ModelLayout, param_stats
 
 #: Scalar names read as the learning rate, most specific first.
@@ -27,14 +28,19 @@ _LR_PATTERN = re.compile(r"(^|[/.])(lr|learning_rate)([-_/.]\w*)?$", re.IGNORECA
 
 
 def lr_series(run: Any) -> tuple[str, np.ndarray, np.ndarray] | None:
-    """``(name, steps, values)`` of the learning rate over the run, or None when unknown."""
+    """``(name, steps, values)`` of the learning rate over the run, or None when unknown.
+
+    A long series comes as its outline (its ends as logged, bucket means between
+    them: see :mod:`~nbviz.analysis.checks.losses`): a schedule's value at a step
+    is its mean over the few steps around it.
+    """
     names = run.scalar_names()
     chosen = next((n for n in LR_NAMES if n in names), None)
     if chosen is None:
         chosen = next((n for n in sorted(names) if _LR_PATTERN.search(n)), None)
     if chosen is None:
         return None
-    frame = run.scalars(chosen)
+    frame = outline(run, chosen) if hasattr(run, "scalar_outline") else run.scalars(chosen)
     values = frame["value"].to_numpy(dtype=np.float64)
     keep = np.isfinite(values)
     if not keep.any():

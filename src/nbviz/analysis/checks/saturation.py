@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from nbviz.analysis.checks.finding import Finding, pct
-from nbviz.analysis.checks.model import layout
+from nbviz.analysis.checks.model import layer_stats, layout, unit_values
 from nbviz.analysis.checks.robust import trailing_run_start
 
 CHECK = "saturated_units"
@@ -69,14 +69,14 @@ def check(run: Any) -> list[Finding]:
         if kind not in SATURATING:
             continue
         low, high = SATURATING[kind]
-        stats = run.stats("activation", layer=layer)
+        stats = layer_stats(run, "activation", layer)
         if len(stats) < MIN_CAPTURES:
             continue
         steps = stats["step"].to_numpy(dtype=np.int64)
         frac = saturated_fraction(stats["mean"].to_numpy(), stats["std"].to_numpy(), low, high)
         frac = np.nan_to_num(frac, nan=0.0)
         if layer in units_recorded:
-            usteps, means = run.unit_stats(layer, "mean")
+            usteps, means = unit_values(run, layer, "mean")
             if means.shape[1]:
                 z = np.abs((means.astype(np.float64) - (high + low) / 2) / ((high - low) / 2))
                 by_unit = dict(zip(usteps.tolist(), (z >= EDGE).mean(axis=1), strict=True))
