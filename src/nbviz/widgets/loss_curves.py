@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.widgets.checks import check_int, check_known
+from nbviz.widgets.checks import check_int, check_known, check_run_name, check_run_names
 from nbviz.widgets.curve_data import curves_figure, curves_frame
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
-from nbviz.widgets.run_groups import Band, bucket_means, flatten_config, group_band, group_runs
+from nbviz.widgets.run_groups import Band, bucket_means, flat_configs, group_band, group_runs
 from nbviz.widgets.sampling import count_text
 from nbviz.widgets.scalar_points import nonfinite_breaks, summary_points
 from nbviz.widgets.time_axes import X_AXES, times_x
@@ -189,8 +189,7 @@ class LossCurves(LiveView):
         self._bands: dict[str, tuple[str, str, Band, int]] = {}
         with self._building(runs, live):
             self.runs = _unique_names(runs)
-            self._configs = [flatten_config(run.config) for run in runs]
-            self.group_keys = sorted({k for c in self._configs for k in c})
+            self._configs, self.group_keys = flat_configs(runs)
             self.x_axis = x_axis
             self.group_by = group_by
             self._rebuild()
@@ -200,18 +199,12 @@ class LossCurves(LiveView):
 
     @traitlets.validate("highlight")
     def _check_highlight(self, proposal: Any) -> str:
-        name = proposal["value"]
         known = [*self.runs, *self.groups]
-        return check_known(name, known, f"LossCurves.highlight: no run named {name!r}", "runs: ")
+        return check_run_name("LossCurves.highlight", proposal["value"], known)
 
     @traitlets.validate("selected_runs")
     def _check_selected_runs(self, proposal: Any) -> list[str]:
-        names = list(proposal["value"])
-        for name in names:
-            check_known(
-                name, self.runs, f"LossCurves.selected_runs: no run named {name!r}", "runs: "
-            )
-        return names
+        return check_run_names("LossCurves.selected_runs", proposal["value"], self.runs)
 
     @traitlets.validate("group_by")
     def _check_group_by(self, proposal: Any) -> str:
