@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,3 +47,31 @@ def nan_run_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from training import nan_run
 
     return nan_run(tmp_path_factory.mktemp("nan") / "run")
+
+
+@pytest.fixture(scope="session")
+def vm_steps() -> Callable[[Any, Callable[[], Any]], int]:
+    """``vm_steps(reader, action)``: the SQLite virtual-machine steps ``action`` runs on
+    the connection of ``reader`` (a run or a ``Reader``) in this thread.
+
+    A read's cost counted, not timed: the same on a busy machine. The connection's own
+    progress handler (its read budget) is put back afterwards.
+    """
+    from nbviz.store.connection import _PROGRESS_OPS
+
+    def count(reader: Any, action: Callable[[], Any]) -> int:
+        conn = reader._conn()
+        ticks = [0]
+
+        def tick() -> int:
+            ticks[0] += 1
+            return 0
+
+        conn.set_progress_handler(tick, 10)
+        try:
+            action()
+        finally:
+            conn.set_progress_handler(conn._over_budget, _PROGRESS_OPS)
+        return ticks[0] * 10
+
+    return count
