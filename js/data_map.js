@@ -12,7 +12,8 @@ import { el, on, select } from "./lib/dom.js";
 import { listen, save } from "./lib/model.js";
 import { linearScale, pointSize } from "./lib/points.js";
 import { serialDraws } from "./lib/projector/draws.js";
-import { perFrame, throttle } from "./lib/schedule.js";
+import { followStage } from "./lib/projector/stage.js";
+import { throttle } from "./lib/schedule.js";
 import { guard, message, showFailure, viewState } from "./lib/state.js";
 import { decodeArray, encodeArray } from "./lib/wire.js";
 
@@ -225,20 +226,7 @@ function render({ model, el: root }) {
     }
   };
 
-  // resized in the next frame, not inside the observer's callback (no resize loop)
-  const fitStage = perFrame(() => {
-    const [width, height] = [stage.clientWidth, stage.clientHeight];
-    if (width < 10 || height < 10) return;
-    if (!plot) {
-      draw();
-      return;
-    }
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${height}px`;
-    plot.set({ width, height });
-  });
-  const resize = new ResizeObserver(() => fitStage());
-  resize.observe(stage);
+  const stopFollowing = followStage(stage, canvas, () => plot, draw);
 
   const gallery = childView(model, "gallery", galleryHost, {
     what: "Showing the samples",
@@ -263,8 +251,7 @@ function render({ model, el: root }) {
     for (const stop of stops) stop();
     for (const off of unbind) off();
     schedule.cancel();
-    resize.disconnect();
-    fitStage.cancel();
+    stopFollowing();
     draws.close();
     gallery.remove();
     if (plot) plot.destroy();

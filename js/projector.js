@@ -14,8 +14,9 @@ import { UNANSWERED } from "./lib/offline.js";
 import { boxToData, colourAvailable, colourCodes, decodePoints, linearScale, pointSize, pointsInBox } from "./lib/points.js";
 import { boxSelect } from "./lib/projector/box_select.js";
 import { serialDraws } from "./lib/projector/draws.js";
+import { followStage } from "./lib/projector/stage.js";
 import { legendItems } from "./lib/projector/legend.js";
-import { perFrame, throttle } from "./lib/schedule.js";
+import { throttle } from "./lib/schedule.js";
 import { splitMenu } from "./lib/splits.js";
 import { guard, message, showFailure, viewState } from "./lib/state.js";
 import { decodeArray, encodeArray } from "./lib/wire.js";
@@ -365,21 +366,7 @@ function render({ model, el: root }) {
     on(classSelect, "change", () => save(model, { filter_class: Number(classSelect.value) })),
   ];
 
-  // resized in the next frame, not inside the observer's callback: a size set
-  // there is a layout change the observer would have to report in the same frame
-  const fitStage = perFrame(() => {
-    const { width, height } = stageSize();
-    if (width < 10 || height < 10) return;
-    if (!plot) {
-      draw();
-      return;
-    }
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${height}px`;
-    plot.set({ width, height });
-  });
-  const resize = new ResizeObserver(() => fitStage());
-  resize.observe(stage);
+  const stopFollowing = followStage(stage, canvas, () => plot, draw);
 
   const applySelection = () => {
     if (!plot || !points) return;
@@ -430,8 +417,7 @@ function render({ model, el: root }) {
     for (const stop of stops) stop();
     schedule.cancel();
     requestSample.cancel();
-    resize.disconnect();
-    fitStage.cancel();
+    stopFollowing();
     for (const off of unbind) off();
     gallery.remove();
     tipUrls.revoke();
