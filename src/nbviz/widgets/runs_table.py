@@ -34,9 +34,9 @@ import traitlets
 from nbviz.widgets.checks import check_known, check_run_name, check_run_names
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, reacts_to, view_css
-from nbviz.widgets.loss_curves import _unique_names, split_name
 from nbviz.widgets.run_groups import flat_configs, flatten_config
 from nbviz.widgets.run_selection import axes_of, passes
+from nbviz.widgets.scalar_names import split_name, unique_names
 
 __all__ = ["RunsTable", "better", "bounded_summary", "flatten_config", "summarise"]
 
@@ -130,7 +130,7 @@ class RunsTable(LiveView):
             raise ValueError("RunsTable: no runs given; pass a list of runs")
         super().__init__(**kwargs)
         self._runs = runs
-        self._names = _unique_names(runs)
+        self._names = unique_names(runs)
         self._metric_asked = metric
         with self._building(runs, live):
             self._rebuild()
