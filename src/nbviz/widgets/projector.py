@@ -1,5 +1,9 @@
 """EmbeddingProjector: the recorded embeddings in 2-d, linked to the samples behind them.
 
+Close to 500 lines because the traits, the layout on screen and the background job
+share one view's state; the points on the wire (:mod:`.projector_points`), the job
+(:mod:`.projector_job`) and the selection (:mod:`.point_selection`) are already apart.
+
 Points are drawn with WebGL (regl-scatterplot) and travel as binary buffers:
 float32 positions and one byte each for label, prediction, confidence and loss,
 about 12 bytes a point, so a million points load and stay interactive.
