@@ -28,15 +28,14 @@ CHECK = "attention_collapse"
 COLLAPSED = 0.15
 WINDOW = 5
 MIN_CAPTURES = 2
-ADVICE_AT_START = (
+#: What to try for a head collapsed from the first capture, and for one collapsed later.
+ADVICE = (
     "check the attention logits' scale at initialisation: queries and keys "
     "scaled by 1/sqrt(head size), smaller initial weights of the query and key "
-    "projections, or normalising queries and keys (QK-norm)"
-)
-ADVICE_LATER = (
+    "projections, or normalising queries and keys (QK-norm)",
     "a lower learning rate or a longer warm-up (the attention logits grew until "
     "the softmax saturated), normalising queries and keys (QK-norm), or weight "
-    "decay on the query and key projections"
+    "decay on the query and key projections",
 )
 
 
@@ -75,27 +74,19 @@ def check(run: Any) -> list[Finding]:
             "average, so the head passes on one token and little gradient reaches its "
             "queries and keys."
         )
-        findings.append(
-            onset_warning(
-                CHECK,
-                layer,
-                when,
-                message,
-                advice=(ADVICE_AT_START, ADVICE_LATER),
-                summary=(
-                    f"head {head} of '{layer}' collapsed from the start",
-                    f"head {head} of '{layer}' collapsed from step {when.step}",
-                ),
-                evidence={
-                    "head": head,
-                    "entropy": level,
-                    "entropy_at_first_capture": float(entropy[0]),
-                    "max_weight": float(np.median(weight[-window:])),
-                    "from_first_capture": when.from_start,
-                    "window_captures": window,
-                    "threshold": COLLAPSED,
-                    "captures": len(entropy),
-                },
-            )
+        summary = (
+            f"head {head} of '{layer}' collapsed from the start",
+            f"head {head} of '{layer}' collapsed from step {when.step}",
         )
+        evidence = {
+            "head": head,
+            "entropy": level,
+            "entropy_at_first_capture": float(entropy[0]),
+            "max_weight": float(np.median(weight[-window:])),
+            "from_first_capture": when.from_start,
+            "window_captures": window,
+            "threshold": COLLAPSED,
+            "captures": len(entropy),
+        }
+        findings.append(onset_warning(CHECK, layer, when, message, ADVICE, summary, evidence))
     return findings

@@ -63,7 +63,6 @@ def onset_warning(
     layer: str,
     onset: Onset,
     message: str,
-    *,
     advice: tuple[str, str],
     summary: tuple[str, str],
     evidence: dict[str, Any],

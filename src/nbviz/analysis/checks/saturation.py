@@ -45,13 +45,12 @@ EDGE = 0.96
 WARN_FRACTION = 0.5
 WINDOW = 10
 MIN_CAPTURES = 2
-ADVICE_AT_START = (
+#: What to try for a layer saturated from the first capture, and for one saturated later.
+ADVICE = (
     "smaller initial weights (Xavier: nn.init.xavier_uniform_) or inputs scaled to "
-    "unit variance, normalisation before the activation, or a ReLU-family activation"
-)
-ADVICE_LATER = (
+    "unit variance, normalisation before the activation, or a ReLU-family activation",
     "a lower learning rate or warm-up (the weights grew until the units saturated), "
-    "normalisation before the activation, or a ReLU-family activation"
+    "normalisation before the activation, or a ReLU-family activation",
 )
 
 
@@ -99,25 +98,17 @@ def check(run: Any) -> list[Finding]:
             f"of {low:g} or {high:g}; median of the last {window} captures, {when.since()}), "
             "where its slope is under 8% of the largest: little gradient passes back through it."
         )
-        findings.append(
-            onset_warning(
-                CHECK,
-                layer,
-                when,
-                message,
-                advice=(ADVICE_AT_START, ADVICE_LATER),
-                summary=(
-                    f"{pct(level)} of '{layer}' is saturated from the start",
-                    f"{pct(level)} of '{layer}' saturated from step {when.step}",
-                ),
-                evidence={
-                    "saturated_fraction": level,
-                    "at_first_capture": float(frac[0]),
-                    "from_first_capture": when.from_start,
-                    "window_captures": window,
-                    "edge": EDGE,
-                    "threshold": WARN_FRACTION,
-                },
-            )
+        summary = (
+            f"{pct(level)} of '{layer}' is saturated from the start",
+            f"{pct(level)} of '{layer}' saturated from step {when.step}",
         )
+        evidence = {
+            "saturated_fraction": level,
+            "at_first_capture": float(frac[0]),
+            "from_first_capture": when.from_start,
+            "window_captures": window,
+            "edge": EDGE,
+            "threshold": WARN_FRACTION,
+        }
+        findings.append(onset_warning(CHECK, layer, when, message, ADVICE, summary, evidence))
     return findings
