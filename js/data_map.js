@@ -5,15 +5,15 @@
 // drawn with WebGL (regl-scatterplot) on a fixed square; a click on a point, or
 // on a row of the "most likely mislabelled" list, selects that sample and the
 // embedded SampleGallery shows it. Text from data goes in as text.
-import createScatterplot from "regl-scatterplot";
 import { childView } from "./lib/child.js";
 import { REGIONS, mapColours, mapTicks, nearestPoint, toFraction } from "./lib/data_map.js";
 import { el, on, select } from "./lib/dom.js";
 import { listen, save } from "./lib/model.js";
 import { linearScale, pointSize } from "./lib/points.js";
 import { serialDraws } from "./lib/projector/draws.js";
-import { perFrame, throttle } from "./lib/schedule.js";
-import { guard, message, showFailure, viewState } from "./lib/state.js";
+import { followStage, plotOnStage } from "./lib/projector/stage.js";
+import { throttle } from "./lib/schedule.js";
+import { guard, message, presentBeside, showFailure, viewState } from "./lib/state.js";
 import { decodeArray, encodeArray } from "./lib/wire.js";
 
 /** Pixels from a click within which the nearest point is picked. */
@@ -86,25 +86,14 @@ function render({ model, el: root }) {
 
   const ensurePlot = () => {
     if (plot) return plot;
-    const [width, height] = [stage.clientWidth, stage.clientHeight]; // inside the border
-    if (width < 10 || height < 10) return null;
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${height}px`;
-    plot = createScatterplot({
-      canvas,
-      width,
-      height,
+    plot = plotOnStage(stage, canvas, {
       xScale,
       yScale,
       cameraIsFixed: true,
       pointSize: 4,
       pointSizeSelected: 3,
       pointOutlineWidth: 2,
-      lassoOnLongPress: false,
-      deselectOnDblClick: true,
-      deselectOnEscape: true,
       opacity: 0.8,
-      backgroundColor: [1, 1, 1, 0],
     });
     return plot;
   };
@@ -145,14 +134,7 @@ function render({ model, el: root }) {
   };
 
   const draw = guard(messageHost, "Drawing the data map", () => {
-    const state = viewState(model);
-    if (state) {
-      message(messageHost, state.text, { kind: state.kind });
-      body.style.display = "none";
-      return;
-    }
-    messageHost.replaceChildren();
-    body.style.display = "";
+    if (!presentBeside(messageHost, body, viewState(model))) return;
     if (stale || !points) points = decode();
     stale = false;
     note.textContent = model.get("note") || "";
@@ -225,20 +207,7 @@ function render({ model, el: root }) {
     }
   };
 
-  // resized in the next frame, not inside the observer's callback (no resize loop)
-  const fitStage = perFrame(() => {
-    const [width, height] = [stage.clientWidth, stage.clientHeight];
-    if (width < 10 || height < 10) return;
-    if (!plot) {
-      draw();
-      return;
-    }
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${height}px`;
-    plot.set({ width, height });
-  });
-  const resize = new ResizeObserver(() => fitStage());
-  resize.observe(stage);
+  const stopFollowing = followStage(stage, canvas, () => plot, draw);
 
   const gallery = childView(model, "gallery", galleryHost, {
     what: "Showing the samples",
@@ -263,8 +232,7 @@ function render({ model, el: root }) {
     for (const stop of stops) stop();
     for (const off of unbind) off();
     schedule.cancel();
-    resize.disconnect();
-    fitStage.cancel();
+    stopFollowing();
     draws.close();
     gallery.remove();
     if (plot) plot.destroy();

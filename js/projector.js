@@ -4,7 +4,6 @@
 // free shape; either selection goes to Python as point indices (`picked`) and
 // comes back as `selected_ids` + the SampleGallery below. `highlight` (a confusion
 // cell in the Dashboard) fades every other point. Class names are data: textContent only.
-import createScatterplot from "regl-scatterplot";
 import { childView } from "./lib/child.js";
 import { el, fillSelect, on, select } from "./lib/dom.js";
 import { formatNumber } from "./lib/format.js";
@@ -14,10 +13,11 @@ import { UNANSWERED } from "./lib/offline.js";
 import { boxToData, colourAvailable, colourCodes, decodePoints, linearScale, pointSize, pointsInBox } from "./lib/points.js";
 import { boxSelect } from "./lib/projector/box_select.js";
 import { serialDraws } from "./lib/projector/draws.js";
+import { followStage, plotOnStage } from "./lib/projector/stage.js";
 import { legendItems } from "./lib/projector/legend.js";
-import { perFrame, throttle } from "./lib/schedule.js";
+import { throttle } from "./lib/schedule.js";
 import { splitMenu } from "./lib/splits.js";
-import { guard, message, showFailure, viewState } from "./lib/state.js";
+import { guard, message, presentBeside, showFailure, viewState } from "./lib/state.js";
 import { decodeArray, encodeArray } from "./lib/wire.js";
 
 const METHODS = /** @type {const} */ ([
@@ -115,9 +115,6 @@ function render({ model, el: root }) {
   const xScale = linearScale([-1, 1], [0, 1]);
   const yScale = linearScale([-1, 1], [1, 0]);
 
-  /** The plot's size: the stage inside its border (the canvas never widens it). */
-  const stageSize = () => ({ width: stage.clientWidth, height: stage.clientHeight });
-
   const indicesOf = (/** @type {string} */ trait) => {
     const payload = model.get(trait);
     if (!payload || !payload.indices) return [];
@@ -126,26 +123,16 @@ function render({ model, el: root }) {
 
   const ensurePlot = () => {
     if (plot) return plot;
-    const { width, height } = stageSize();
-    if (width < 10 || height < 10) return null;
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${height}px`;
-    plot = createScatterplot({
-      canvas,
-      width,
-      height,
+    plot = plotOnStage(stage, canvas, {
       xScale,
       yScale,
       pointSize: 3,
       pointSizeSelected: 2,
       pointOutlineWidth: 1,
-      lassoOnLongPress: false,
-      deselectOnDblClick: true,
-      deselectOnEscape: true,
       opacity: 0.85,
-      backgroundColor: [1, 1, 1, 0],
       actionKeyMap: { lasso: "shift", rotate: "alt", merge: "meta" },
     });
+    if (!plot) return null;
     plot.subscribe("select", (/** @type {{points: number[]}} */ { points: picked }) => {
       sendPicked(picked);
     });
@@ -183,14 +170,7 @@ function render({ model, el: root }) {
   // the message goes above the body, which stays in the page: the plot keeps its WebGL canvas
   const draw = guard(messageHost, "Drawing the projection", () => {
     const raw = model.get("points");
-    const state = viewState(model);
-    if (state) {
-      message(messageHost, state.text, { kind: state.kind });
-      body.style.display = "none";
-      return;
-    }
-    messageHost.replaceChildren();
-    body.style.display = "";
+    if (!presentBeside(messageHost, body, viewState(model))) return;
     if (!raw || !raw.n) {
       const bad = Number(raw?.nonfinite || 0);
       const text = bad
@@ -365,21 +345,7 @@ function render({ model, el: root }) {
     on(classSelect, "change", () => save(model, { filter_class: Number(classSelect.value) })),
   ];
 
-  // resized in the next frame, not inside the observer's callback: a size set
-  // there is a layout change the observer would have to report in the same frame
-  const fitStage = perFrame(() => {
-    const { width, height } = stageSize();
-    if (width < 10 || height < 10) return;
-    if (!plot) {
-      draw();
-      return;
-    }
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${height}px`;
-    plot.set({ width, height });
-  });
-  const resize = new ResizeObserver(() => fitStage());
-  resize.observe(stage);
+  const stopFollowing = followStage(stage, canvas, () => plot, draw);
 
   const applySelection = () => {
     if (!plot || !points) return;
@@ -430,8 +396,7 @@ function render({ model, el: root }) {
     for (const stop of stops) stop();
     schedule.cancel();
     requestSample.cancel();
-    resize.disconnect();
-    fitStage.cancel();
+    stopFollowing();
     for (const off of unbind) off();
     gallery.remove();
     tipUrls.revoke();

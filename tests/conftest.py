@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,15 +49,19 @@ def nan_run_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return nan_run(tmp_path_factory.mktemp("nan") / "run")
 
 
-@pytest.fixture()
-def count_vm_steps():
-    """``count(run, action) -> (vm_steps, result)``: SQLite virtual-machine steps ``action()``
-    runs on ``run``'s connection in this thread (bounded reads asserted by counting, not timing).
+@pytest.fixture(scope="session")
+def count_vm_steps() -> Callable[[Any, Callable[[], Any]], tuple[int, Any]]:
+    """``count_vm_steps(reader, action) -> (vm_steps, result)``: the SQLite virtual-machine
+    steps ``action()`` runs on the connection of ``reader`` (a run or a ``Reader``) in this
+    thread, and what it returned.
+
+    A read's cost counted, not timed: the same on a busy machine. The connection's own
+    progress handler (its read budget) is put back afterwards.
     """
     from nbviz.store.connection import _PROGRESS_OPS
 
-    def count(run, action):
-        conn = run._conn()
+    def count(reader: Any, action: Callable[[], Any]) -> tuple[int, Any]:
+        conn = reader._conn()
         ticks = [0]
 
         def tick() -> int:
@@ -70,3 +76,9 @@ def count_vm_steps():
         return ticks[0] * 10, result
 
     return count
+
+
+@pytest.fixture(scope="session")
+def vm_steps(count_vm_steps) -> Callable[[Any, Callable[[], Any]], int]:
+    """``vm_steps(reader, action)``: only the steps of ``count_vm_steps``."""
+    return lambda reader, action: count_vm_steps(reader, action)[0]

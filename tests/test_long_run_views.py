@@ -15,7 +15,6 @@ import pytest
 from test_store_summaries import LONG, SHORT, _write
 
 import nbviz
-from nbviz.store.connection import _PROGRESS_OPS
 from nbviz.widgets.layer_detail import DEAD_WINDOW
 
 
@@ -23,23 +22,6 @@ from nbviz.widgets.layer_detail import DEAD_WINDOW
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     root = tmp_path_factory.mktemp("views")
     return {n: _write(root / f"run-{n}", n) for n in (SHORT, LONG)}
-
-
-def _vm_steps(run: Any, action: Callable[[], Any]) -> int:
-    """SQLite virtual-machine steps ``action`` runs on the run's connection (this thread)."""
-    conn = run._conn()
-    count = [0]
-
-    def tick() -> int:
-        count[0] += 1
-        return 0
-
-    conn.set_progress_handler(tick, 10)
-    try:
-        action()
-    finally:
-        conn.set_progress_handler(conn._over_budget, _PROGRESS_OPS)
-    return count[0] * 10
 
 
 @pytest.fixture()
@@ -50,18 +32,25 @@ def opened(runs: dict[int, Path]) -> Iterator[dict[int, Any]]:
         run.close()
 
 
-def _both(opened: dict[int, Any], action: Callable[[Any, int], Any]) -> dict[int, int]:
-    return {n: _vm_steps(run, lambda run=run, n=n: action(run, n)) for n, run in opened.items()}
+@pytest.fixture()
+def both(
+    opened: dict[int, Any], vm_steps: Callable[..., int]
+) -> Callable[[Callable[[Any, int], Any]], dict[int, int]]:
+    """``both(action)``: the VM steps ``action(run, n)`` costs on each run, by run length."""
+
+    def count(action: Callable[[Any, int], Any]) -> dict[int, int]:
+        return {n: vm_steps(run, lambda run=run, n=n: action(run, n)) for n, run in opened.items()}
+
+    return count
 
 
-def test_loss_curves_build_and_zoom_read_summaries(opened: dict[int, Any]) -> None:
+def test_loss_curves_build_and_zoom_read_summaries(both: Callable[..., dict[int, int]]) -> None:
     views: dict[int, Any] = {}
-    build = _both(
-        opened,
+    build = both(
         lambda run, n: views.__setitem__(n, nbviz.LossCurves(run, max_points=64, live=False)),
     )
     assert build[LONG] <= 2 * build[SHORT], build
-    zoom = _both(opened, lambda run, n: views[n].window(n // 2, n // 2 + n // 50))
+    zoom = both(lambda run, n: views[n].window(n // 2, n // 2 + n // 50))
     assert zoom[LONG] <= 2 * zoom[SHORT] + 500, zoom
     for view in views.values():
         assert all(len(s["steps"]["data"]) // 8 <= 64 for s in view.series)
@@ -69,20 +58,19 @@ def test_loss_curves_build_and_zoom_read_summaries(opened: dict[int, Any]) -> No
 
 
 def test_a_scrubber_move_and_a_layer_click_read_the_same_on_a_longer_run(
-    opened: dict[int, Any],
+    opened: dict[int, Any], both: Callable[..., dict[int, int]], vm_steps: Callable[..., int]
 ) -> None:
     scrubbers = {n: nbviz.StepScrubber(run, live=False) for n, run in opened.items()}
     browsers = {n: nbviz.LayerBrowser(run, live=False) for n, run in opened.items()}
-    click = _both(opened, lambda run, n: setattr(browsers[n], "selected_layer", "enc.1"))
+    click = both(lambda run, n: setattr(browsers[n], "selected_layer", "enc.1"))
     assert click[LONG] <= 2 * click[SHORT], click
-    move = _both(
-        opened,
+    move = both(
         lambda run, n: [setattr(v, "step", n // 3) for v in (scrubbers[n], browsers[n])],
     )
     # beyond DEAD_WINDOW captures the dead-unit map reads the window around the new step:
     # a fixed number of rows (what the short run, read whole once, does not need again)
     window = DEAD_WINDOW + DEAD_WINDOW // 10
-    dead = _vm_steps(
+    dead = vm_steps(
         opened[LONG], lambda: opened[LONG].unit_stats("enc.1", "zero_frac", step_range=(0, window))
     )
     assert move[LONG] <= 1.5 * move[SHORT] + dead + 500, (move, dead)

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from nbviz.store import MissingStepError, Reader, Writer, from_blob, to_blob
+from nbviz.store.tables import TABLES
 
 LAYERS = ["conv1", "conv2", "fc1", "fc2"]
 BINS = 8
@@ -217,20 +218,8 @@ def test_unknown_scalar_names_raise_with_close_matches(run: Path) -> None:
 def test_stats_round_trip_with_nan_and_infinite_values(run: Path) -> None:
     with Reader(run) as r:
         df = r.stats("activation", "fc1")
-        assert list(df.columns) == [
-            "step",
-            "layer",
-            "signal",
-            "count",
-            "mean",
-            "std",
-            "min",
-            "max",
-            "zero_frac",
-            "nonfinite",
-            "norm",
-            "rel",
-        ]
+        # the columns handed to Writer.insert, in their order
+        assert tuple(df.columns) == TABLES["layer_stats"]
         assert df["step"].tolist() == [0, 10, 20, 30]
         assert df["nonfinite"].dtype == np.int64 and df["count"].dtype == np.int64
         last = df.iloc[-1]

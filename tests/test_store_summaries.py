@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from nbviz.store import DB_NAME, SCHEMA_VERSION, Reader, Writer, create_or_open
-from nbviz.store.connection import _PROGRESS_OPS
 from nbviz.store.encoding import counts_array, pack_counts
 from nbviz.store.errors import StoredValueError
 from nbviz.store.schema import DDL_OF_VERSION
@@ -215,23 +214,6 @@ def test_recorded_steps_are_runs_of_steps(runs: dict[int, Path]) -> None:
 # -- bounded reads -------------------------------------------------------------------
 
 
-def _vm_steps(reader: Any, read: Callable[[], Any]) -> int:
-    """SQLite virtual-machine steps that ``read`` runs on the reader's connection."""
-    conn = reader._conn()
-    count = [0]
-
-    def tick() -> int:
-        count[0] += 1
-        return 0
-
-    conn.set_progress_handler(tick, 10)
-    try:
-        read()
-    finally:
-        conn.set_progress_handler(conn._over_budget, _PROGRESS_OPS)
-    return count[0] * 10
-
-
 @pytest.fixture(scope="module")
 def readers(runs: dict[int, Path]) -> Iterator[dict[int, Reader]]:
     out = {n: Reader(p) for n, p in runs.items()}
@@ -257,9 +239,9 @@ BOUNDED_READS: dict[str, Callable[[Reader, int], Any]] = {
 
 @pytest.mark.parametrize("read", list(BOUNDED_READS))
 def test_a_read_a_view_makes_does_not_grow_with_the_run(
-    read: str, readers: dict[int, Reader]
+    read: str, readers: dict[int, Reader], vm_steps: Callable[..., int]
 ) -> None:
-    cost = {n: _vm_steps(r, lambda r=r, n=n: BOUNDED_READS[read](r, n)) for n, r in readers.items()}
+    cost = {n: vm_steps(r, lambda r=r, n=n: BOUNDED_READS[read](r, n)) for n, r in readers.items()}
     assert cost[LONG] <= 2 * cost[SHORT] + 200, cost  # a 16 times longer run
 
 
@@ -273,8 +255,10 @@ def test_a_summary_never_holds_more_than_max_points_rows(
             assert len(r.stats_summary("activation", "head", points, (lo, hi)).frame) <= points
 
 
-def test_full_reads_do_grow_so_the_count_measures_something(readers: dict[int, Reader]) -> None:
-    cost = {n: _vm_steps(r, lambda r=r: r.scalars("loss")) for n, r in readers.items()}
+def test_full_reads_do_grow_so_the_count_measures_something(
+    readers: dict[int, Reader], vm_steps: Callable[..., int]
+) -> None:
+    cost = {n: vm_steps(r, lambda r=r: r.scalars("loss")) for n, r in readers.items()}
     assert cost[LONG] > 10 * cost[SHORT], cost
 
 

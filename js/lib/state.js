@@ -64,6 +64,27 @@ export function present(root, body, state) {
 }
 
 /**
+ * As `present`, for a body that stays in the page (a WebGL canvas is kept, not
+ * made again): the state's message goes in `messages`, beside the body, and the
+ * body is hidden; with no state the messages are cleared and the body shown.
+ * Returns whether the body is shown.
+ * @param {HTMLElement} messages
+ * @param {HTMLElement} body
+ * @param {ViewState | null} state
+ * @returns {boolean}
+ */
+export function presentBeside(messages, body, state) {
+  if (state) {
+    message(messages, state.text, { kind: state.kind });
+    body.style.display = "none";
+    return false;
+  }
+  messages.replaceChildren();
+  body.style.display = "";
+  return true;
+}
+
+/**
  * The words for a failure: "<what> failed: <reason>".
  * @param {string} what  e.g. "Drawing the loss curves"
  * @param {unknown} err

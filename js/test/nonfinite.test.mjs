@@ -2,28 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { NONFINITE_CSS, nonfiniteSummary, nonfiniteText } from "../lib/nonfinite.js";
 import { drawSparkline } from "../lib/sparkline.js";
-
-/** A canvas stand-in that records filled rectangles and arcs with their colour. */
-function fakeCanvas() {
-  const marks = [];
-  const ctx = {
-    fillStyle: "",
-    strokeStyle: "",
-    lineWidth: 1,
-    setTransform() {},
-    clearRect() {},
-    beginPath() {},
-    moveTo() {},
-    lineTo() {},
-    stroke() {},
-    fill() {},
-    save() {},
-    restore() {},
-    arc: (x, y) => marks.push({ kind: "dot", color: ctx.fillStyle, x, y }),
-    fillRect: (x, y, w, h) => marks.push({ kind: "rect", color: ctx.fillStyle, x, y, w, h }),
-  };
-  return { marks, canvas: { width: 0, height: 0, style: {}, getContext: () => ctx } };
-}
+import { recordingCanvas } from "./fake_canvas.mjs";
 
 describe("non-finite values in words", () => {
   it("counts them with thousands separators, and says nothing for none", () => {
@@ -43,7 +22,7 @@ describe("non-finite values in words", () => {
 
 describe("a sparkline with non-finite steps", () => {
   it("ticks each step that had some, even when nothing finite is left to draw", () => {
-    const { marks, canvas } = fakeCanvas();
+    const { marks, canvas } = recordingCanvas();
     const drawn = drawSparkline(canvas, [0, 1, 2, 3], [NaN, NaN, NaN, NaN], { bad: [0, 5, 5, 5], marker: 3 });
     assert.equal(drawn, 0);
     const ticks = marks.filter((m) => m.kind === "rect" && m.color === NONFINITE_CSS);
@@ -56,7 +35,7 @@ describe("a sparkline with non-finite steps", () => {
   });
 
   it("draws no tick for a finite series", () => {
-    const { marks, canvas } = fakeCanvas();
+    const { marks, canvas } = recordingCanvas();
     drawSparkline(canvas, [0, 1, 2], [1, 2, 3], { bad: [0, 0, 0], marker: 2 });
     assert.equal(marks.filter((m) => m.color === NONFINITE_CSS).length, 0);
   });

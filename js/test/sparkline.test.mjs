@@ -1,27 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { drawSignedBars } from "../lib/sparkline.js";
-
-/** A canvas stand-in that records the filled rectangles. */
-function fakeCanvas() {
-  const rects = [];
-  const ctx = {
-    fillStyle: "",
-    strokeStyle: "",
-    setTransform() {},
-    clearRect() {},
-    beginPath() {},
-    moveTo() {},
-    lineTo() {},
-    stroke() {},
-    fillRect: (x, y, w, h) => rects.push({ color: ctx.fillStyle, x, y, w, h }),
-  };
-  return { rects, canvas: { width: 0, height: 0, style: {}, getContext: () => ctx } };
-}
+import { recordingCanvas } from "./fake_canvas.mjs";
 
 describe("drawSignedBars", () => {
   it("draws positive values up and negative values down from the zero line", () => {
-    const { rects, canvas } = fakeCanvas();
+    const { rects, canvas } = recordingCanvas();
     const zero = drawSignedBars(canvas, [2, -1, 0, 1], {
       width: 44,
       height: 34,
@@ -38,7 +22,7 @@ describe("drawSignedBars", () => {
   });
 
   it("skips NaN and keeps all-positive values on a bottom zero line", () => {
-    const { rects, canvas } = fakeCanvas();
+    const { rects, canvas } = recordingCanvas();
     const zero = drawSignedBars(canvas, [Number.NaN, 1, 3], { width: 34, height: 34 });
     assert.equal(zero, 32);
     assert.equal(rects.length, 2);

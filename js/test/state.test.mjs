@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it, mock } from "node:test";
-import { failureText, guard, message, present, showFailure, viewState } from "../lib/state.js";
+import { failureText, guard, message, present, presentBeside, showFailure, viewState } from "../lib/state.js";
 import { FakeNode, fakeModel, withDocument } from "./fake_dom.mjs";
 
 describe("empty and error states", () => {
@@ -28,6 +28,17 @@ describe("empty and error states", () => {
     assert.equal(box.textContent, "No predictions logged yet: call run.log_predictions.");
     assert.equal(present(root, body, null), true);
     assert.deepEqual(root.children, [body]);
+  });
+
+  it("presentBeside hides the body under the state's message, and clears it to show the body again", () => {
+    const messages = new FakeNode("div");
+    const body = new FakeNode("div");
+    assert.equal(presentBeside(messages, body, { kind: "error", text: "no embeddings" }), false);
+    assert.equal(body.style.display, "none");
+    assert.equal(messages.textContent, "no embeddings");
+    assert.equal(presentBeside(messages, body, null), true);
+    assert.equal(body.style.display, "");
+    assert.deepEqual(messages.children, []);
   });
 
   it("an error message is an alert, and markup in it stays text", () => {

@@ -59,6 +59,53 @@ export function listsCaption(scores, pairs, classes) {
 }
 
 /**
+ * @template R
+ * @typedef {{kind: string, columns: object[], isSelected: (row: R, selected: number[]) => boolean,
+ *   attrs: (row: R) => Record<string, string | number>}} ListSpec
+ *   what sets one list apart: its class, columns, the row a selection marks, a row's attributes
+ */
+
+/** @type {ListSpec<PairRow>} */
+const PAIRS = {
+  kind: "nbviz-cm-pairs",
+  columns: PAIR_COLUMNS,
+  isSelected: (r, selected) => selected[0] === r.true && selected[1] === r.pred,
+  attrs: (r) => ({ "data-true": r.true, "data-pred": r.pred, title: `show the ${r.count} samples of ${r.true_name} predicted as ${r.pred_name}` }),
+};
+
+/** @type {ListSpec<ClassErrorRow>} */
+const CLASS_ERRORS = {
+  kind: "nbviz-cm-class-errors",
+  columns: CLASS_COLUMNS,
+  isSelected: (r, selected) => selected[0] === r.class && selected[1] === -1,
+  attrs: (r) => ({ "data-class": r.class, title: `show the ${r.errors} samples of ${r.name} predicted as another class` }),
+};
+
+/**
+ * One list as a sortable table: a click on a row picks it, the selected row is marked.
+ * @template R
+ * @param {ListSpec<R>} spec
+ * @param {R[]} rows
+ * @param {number[]} selected
+ * @param {Sort} sort
+ * @param {(key: string) => void} onSort
+ * @param {(row: R) => void} onPick
+ */
+function listTable(spec, rows, selected, sort, onSort, onPick) {
+  return sortableTable({
+    class: ["nbviz-cm-table", spec.kind],
+    columns: spec.columns,
+    rows,
+    sortBy: sort.sortBy,
+    descending: sort.descending,
+    onSort,
+    onRow: onPick,
+    rowClass: (r) => (spec.isSelected(r, selected) ? "nbviz-active" : null),
+    rowAttrs: spec.attrs,
+  });
+}
+
+/**
  * The table of the most confused pairs.
  * @param {PairRow[]} rows
  * @param {number[]} selected
@@ -67,17 +114,7 @@ export function listsCaption(scores, pairs, classes) {
  * @param {(row: PairRow) => void} onPick
  */
 export function pairsTable(rows, selected, sort, onSort, onPick) {
-  return sortableTable({
-    class: ["nbviz-cm-table", "nbviz-cm-pairs"],
-    columns: PAIR_COLUMNS,
-    rows,
-    sortBy: sort.sortBy,
-    descending: sort.descending,
-    onSort,
-    onRow: onPick,
-    rowClass: (r) => (selected[0] === r.true && selected[1] === r.pred ? "nbviz-active" : null),
-    rowAttrs: (r) => ({ "data-true": r.true, "data-pred": r.pred, title: `show the ${r.count} samples of ${r.true_name} predicted as ${r.pred_name}` }),
-  });
+  return listTable(PAIRS, rows, selected, sort, onSort, onPick);
 }
 
 /**
@@ -89,15 +126,5 @@ export function pairsTable(rows, selected, sort, onSort, onPick) {
  * @param {(row: ClassErrorRow) => void} onPick
  */
 export function classErrorsTable(rows, selected, sort, onSort, onPick) {
-  return sortableTable({
-    class: ["nbviz-cm-table", "nbviz-cm-class-errors"],
-    columns: CLASS_COLUMNS,
-    rows,
-    sortBy: sort.sortBy,
-    descending: sort.descending,
-    onSort,
-    onRow: onPick,
-    rowClass: (r) => (selected[0] === r.class && selected[1] === -1 ? "nbviz-active" : null),
-    rowAttrs: (r) => ({ "data-class": r.class, title: `show the ${r.errors} samples of ${r.name} predicted as another class` }),
-  });
+  return listTable(CLASS_ERRORS, rows, selected, sort, onSort, onPick);
 }

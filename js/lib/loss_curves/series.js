@@ -138,6 +138,26 @@ export function breakText(s, named) {
 }
 
 /**
+ * Over all series, the point whose `steps` entry is nearest to `x`: its entry in
+ * `values(d)` (NaN when no series has a point).
+ * @param {Series[]} list
+ * @param {number} x
+ * @param {DataOf} dataOf
+ * @param {(d: any) => ArrayLike<number>} values
+ * @returns {number}
+ */
+function nearestOf(list, x, dataOf, values) {
+  let best = Number.NaN;
+  let dist = Number.POSITIVE_INFINITY;
+  for (const s of list) {
+    const d = dataOf(s);
+    const i = nearestIndex(d.steps, x);
+    if (i >= 0 && Math.abs(d.steps[i] - x) < dist) [best, dist] = [values(d)[i], Math.abs(d.steps[i] - x)];
+  }
+  return best;
+}
+
+/**
  * The recorded step nearest to `at` over all series (NaN when none has a point).
  * @param {Series[]} list
  * @param {number} at
@@ -145,14 +165,7 @@ export function breakText(s, named) {
  * @returns {number}
  */
 export function nearestStep(list, at, dataOf) {
-  let best = Number.NaN;
-  let dist = Number.POSITIVE_INFINITY;
-  for (const s of list) {
-    const d = dataOf(s);
-    const i = nearestIndex(d.steps, at);
-    if (i >= 0 && Math.abs(d.steps[i] - at) < dist) [best, dist] = [d.steps[i], Math.abs(d.steps[i] - at)];
-  }
-  return best;
+  return nearestOf(list, at, dataOf, (d) => d.steps);
 }
 
 /**
@@ -164,14 +177,7 @@ export function nearestStep(list, at, dataOf) {
  * @returns {number}
  */
 export function stepAt(list, x, dataOf) {
-  let best = Number.NaN;
-  let dist = Number.POSITIVE_INFINITY;
-  for (const s of list) {
-    const d = dataOf(s);
-    const i = nearestIndex(d.steps, x);
-    if (i >= 0 && Math.abs(d.steps[i] - x) < dist) [best, dist] = [(d.at ?? d.steps)[i], Math.abs(d.steps[i] - x)];
-  }
-  return best;
+  return nearestOf(list, x, dataOf, (d) => d.at ?? d.steps);
 }
 
 /**

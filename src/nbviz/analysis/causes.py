@@ -42,6 +42,9 @@ NEAR = 20
 
 Rule = Callable[["Context", Finding, Finding], float]
 
+#: Findings about the errors of one class.
+CLASS_ERRORS = ("class_error_imbalance", "unlearned_classes")
+
 
 @dataclass(frozen=True)
 class Context:
@@ -61,6 +64,13 @@ class Context:
         if self.layout is None:
             return True
         return self.layout.model_of(a) == self.layout.model_of(b)
+
+    def before(self, effect: str, cause: str, *, or_at: bool = False) -> bool:
+        """``effect`` is on the input side of ``cause`` in the same model (or at its depth)."""
+        if not self.same_model(cause, effect):
+            return False
+        d, c = self.depth(effect), self.depth(cause)
+        return d <= c if or_at else d < c
 
     def main_neighbours(self, layer: str) -> set[str]:
         """The main layers (modules with weights) just before and just after ``layer``."""
@@ -95,6 +105,20 @@ def _killed_later(f: Finding) -> bool:
     return f.check == "dead_units" and not _ev(f, "at_init", False)
 
 
+def _saturated_later(f: Finding) -> bool:
+    return f.check == "saturated_units" and not _ev(f, "from_first_capture", False)
+
+
+def _from_start(f: Finding) -> bool:
+    """Dead or saturated units that were so from the first capture."""
+    return bool(_ev(f, "from_first_capture", _ev(f, "at_init", False)))
+
+
+def _growth(f: Finding) -> bool:
+    """Exploding gradients over time (not by depth)."""
+    return f.check == "exploding_gradients" and _ev(f, "kind") == "growth"
+
+
 def _died_at(f: Finding) -> int | None:
     return _ev(f, "first_dead_step", f.step)
 
@@ -110,7 +134,7 @@ def _after_start(ctx: Context, f: Finding) -> bool:
 
 def _classes(f: Finding) -> set[int]:
     """The classes a data finding is about."""
-    if f.check in ("class_error_imbalance", "unlearned_classes"):
+    if f.check in CLASS_ERRORS:
         return {int(_ev(f, "class", -1))}
     if f.check == "class_imbalance":
         return {int(c) for c in _ev(f, "classes", [])}
@@ -132,17 +156,13 @@ def _lr_high(ctx: Context, c: Finding, e: Finding) -> float:
         return 0.0
     if e.check in ("loss_spikes", "nonfinite"):
         return 0.9
-    if e.check == "dead_units":
-        return 0.9 if _killed_later(e) else 0.0
-    if e.check == "saturated_units":
-        return 0.9 if not _ev(e, "from_first_capture", False) else 0.0
-    if e.check == "exploding_gradients":
-        return 0.9 if _ev(e, "kind") == "growth" else 0.0
+    if _killed_later(e) or _saturated_later(e) or _growth(e):
+        return 0.9
     if e.check == "vanishing_gradients":
         return 0.6 if _after_start(ctx, e) else 0.0
     if _no_gradient(e):
         return 0.5
-    if e.check in ("class_error_imbalance", "unlearned_classes"):
+    if e.check in CLASS_ERRORS:
         return 0.3
     return 0.0
 
@@ -153,11 +173,7 @@ def _spike(ctx: Context, c: Finding, e: Finding) -> float:
     if e.check == "dead_units" and _killed_later(e):
         died = _died_at(e)
         return 0.8 if died is not None and start - ctx.slack() <= died <= start + window else 0.0
-    if e.check in ("exploding_gradients", "saturated_units", "nonfinite"):
-        if e.check == "exploding_gradients" and _ev(e, "kind") != "growth":
-            return 0.0
-        if e.check == "saturated_units" and _ev(e, "from_first_capture", False):
-            return 0.0
+    if _growth(e) or _saturated_later(e) or e.check == "nonfinite":
         ok = e.step is not None and start - ctx.slack() <= e.step <= start + window
         return 0.7 if ok else 0.0
     return 0.0
@@ -170,11 +186,10 @@ def _dead(ctx: Context, c: Finding, e: Finding) -> float:
     if _no_gradient(e):
         return 0.9 if e.layer in ctx.main_neighbours(c.layer) else 0.0
     if e.check == "vanishing_gradients":
-        ok = ctx.same_model(c.layer, e.layer) and ctx.depth(e.layer) < ctx.depth(c.layer)
-        return 0.7 if ok else 0.0
+        return 0.7 if ctx.before(e.layer, c.layer) else 0.0
     if e.check == "learning_rate_too_low":
         return 0.8 if _ev(c, "fraction", 0) >= 0.5 else 0.0
-    if e.check in ("class_error_imbalance", "unlearned_classes"):
+    if e.check in CLASS_ERRORS:
         return 0.4 if c.severity == "error" else 0.0
     return 0.0
 
@@ -183,11 +198,9 @@ def _saturated(ctx: Context, c: Finding, e: Finding) -> float:
     if not _not_later(ctx, c, e):
         return 0.0
     if e.check == "vanishing_gradients":
-        ok = ctx.same_model(c.layer, e.layer) and ctx.depth(e.layer) <= ctx.depth(c.layer)
-        return 0.9 if ok else 0.0
+        return 0.9 if ctx.before(e.layer, c.layer, or_at=True) else 0.0
     if _no_gradient(e):
-        ok = ctx.same_model(c.layer, e.layer) and ctx.depth(e.layer) < ctx.depth(c.layer)
-        return 0.8 if ok else 0.0
+        return 0.8 if ctx.before(e.layer, c.layer) else 0.0
     if e.check == "learning_rate_too_low":
         return 0.7
     return 0.0
@@ -201,8 +214,7 @@ def _bad_init(ctx: Context, c: Finding, e: Finding) -> float:
     if e.check == "exploding_gradients":
         return 0.9 if _ev(e, "kind") in ("backprop", "depth") else 0.6
     if e.check in ("saturated_units", "dead_units"):
-        at_start = _ev(e, "from_first_capture", _ev(e, "at_init", False))
-        return 0.9 if at_start else 0.5
+        return 0.9 if _from_start(e) else 0.5
     if _no_gradient(e):
         return 0.6
     if e.check == "nonfinite":
@@ -219,8 +231,7 @@ def _input_scale(ctx: Context, c: Finding, e: Finding) -> float:
     if e.check == "bad_init":
         return 0.8 if e.layer == c.layer or _ev(e, "kind") == "one layer" else 0.5
     if e.check in ("saturated_units", "dead_units"):
-        at_start = _ev(e, "from_first_capture", _ev(e, "at_init", False))
-        return 0.8 if at_start else 0.0
+        return 0.8 if _from_start(e) else 0.0
     if e.check == "learning_rate_too_high":
         return 0.7
     if e.check in ("exploding_gradients", "nonfinite", "loss_spikes", "vanishing_gradients"):
@@ -245,9 +256,7 @@ def _exploding(ctx: Context, c: Finding, e: Finding) -> float:
         return 0.8
     if e.check == "loss_spikes":
         return 0.5
-    if e.check == "dead_units" and _killed_later(e):
-        return 0.4
-    if e.check == "saturated_units" and not _ev(e, "from_first_capture", False):
+    if _killed_later(e) or _saturated_later(e):
         return 0.4
     return 0.0
 
@@ -279,13 +288,13 @@ def _mislabeled(ctx: Context, c: Finding, e: Finding) -> float:
         return 0.7
     if e.check == "loss_spikes":
         return 0.3
-    if e.check in ("class_error_imbalance", "unlearned_classes"):
+    if e.check in CLASS_ERRORS:
         return 0.8 if _classes(c) & _classes(e) else 0.0
     return 0.0
 
 
 def _lr_low(ctx: Context, c: Finding, e: Finding) -> float:
-    return 0.4 if e.check in ("class_error_imbalance", "unlearned_classes") else 0.0
+    return 0.4 if e.check in CLASS_ERRORS else 0.0
 
 
 #: cause check -> rule deciding how strongly one of its findings explains another.

@@ -18,6 +18,8 @@ __all__ = [
     "check_choice",
     "check_int",
     "check_known",
+    "check_run_name",
+    "check_run_names",
     "check_run",
     "check_split",
     "id_trait",
@@ -82,3 +84,18 @@ def check_known(
         names = ", ".join(n for n in known if n)
         raise traitlets.TraitError(f"{problem}; {listing}{names[:limit]}")
     return value
+
+
+def check_run_name(where: str, name: str, runs: Sequence[str]) -> str:
+    """``name`` when it is '' or one of the run names ``runs``; else a ``TraitError``
+    "where: no run named ...; runs: ..." (``where`` is the view and trait)."""
+    return check_known(name, runs, f"{where}: no run named {name!r}", "runs: ")
+
+
+def check_run_names(where: str, names: Iterable[str], runs: Sequence[str]) -> list[str]:
+    """``names`` as a list when each is one of the run names ``runs``; else a ``TraitError``
+    naming the first that is not (see :func:`check_run_name`)."""
+    names = list(names)
+    for name in names:
+        check_run_name(where, name, runs)
+    return names

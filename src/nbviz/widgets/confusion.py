@@ -1,5 +1,9 @@
 """ConfusionMatrix: where a classifier errs at one evaluation, opening onto the samples.
 
+Close to 500 lines because the matrix, the list mode, the comparison and the
+selection all follow one evaluation and one selected cell; the list mode's rows are
+already apart (:mod:`.confusion_lists`).
+
 Rows are the true class, columns the predicted one. The matrix shows counts,
 or each row as fractions of the true class (the diagonal is then recall), or
 each column as fractions of the predictions (precision). Beside it: accuracy,

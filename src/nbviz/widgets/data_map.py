@@ -32,7 +32,8 @@ from nbviz.widgets.checks import check_choice, check_split
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import LiveView, reacts_to, view_css
-from nbviz.widgets.wire import array_from_payload, array_trait_payload
+from nbviz.widgets.point_selection import PointSelection
+from nbviz.widgets.wire import array_trait_payload
 
 __all__ = ["COLOR_BY", "DataMap"]
 
@@ -45,7 +46,7 @@ VARIABILITY_MAX = 0.5
 INSET = 0.96
 
 
-class DataMap(LiveView):
+class DataMap(PointSelection, LiveView):
     """The training dynamics of a split as a map; a click opens a sample.
 
     Parameters
@@ -75,11 +76,6 @@ class DataMap(LiveView):
         traitlets.Dict(), help="The most likely mislabelled: id, index, label, predicted, score."
     ).tag(sync=True)
     note = traitlets.Unicode("").tag(sync=True)
-    picked = traitlets.Dict(help="Point indices picked in the browser (binary).").tag(sync=True)
-    selected_ids = traitlets.List(traitlets.Int(), help="Ids of the selected samples.").tag(
-        sync=True
-    )
-    selection = traitlets.Dict(help="Point indices of selected_ids (binary).").tag(sync=True)
     gallery = child_view(SampleGallery)
 
     def __init__(
@@ -162,7 +158,7 @@ class DataMap(LiveView):
             f"{len(dyn):,} {split} samples over {len(steps)} evaluations (steps "
             f"{int(steps[0])}..{int(steps[-1])}); {int(flagged.sum()):,} likely mislabelled"
         )
-        self.selection = {"indices": array_trait_payload(self._indices(self.selected_ids))}
+        self._send_selection()
 
     def _indices(self, ids: list[int]) -> np.ndarray:
         if not len(ids) or not len(self._ids):
@@ -170,18 +166,7 @@ class DataMap(LiveView):
         where = pd.Index(self._ids).get_indexer(np.asarray(ids, dtype=np.int64))
         return where[where >= 0].astype(np.uint32)
 
-    @traitlets.observe("picked")
-    def _on_picked(self, change: Any) -> None:
-        payload = change["new"] or {}
-        if "indices" not in payload:
-            return
-        idx = np.asarray(array_from_payload(payload["indices"]), dtype=np.int64)
-        idx = idx[(idx >= 0) & (idx < len(self._ids))]
-        self.selected_ids = [int(i) for i in self._ids[idx]]
-
-    @traitlets.observe("selected_ids")
-    def _on_selected(self, change: Any) -> None:
-        self.selection = {"indices": array_trait_payload(self._indices(self.selected_ids))}
+    def _show_selected(self) -> None:
         if self.gallery is None:
             if not self.selected_ids:
                 return

@@ -22,20 +22,19 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.widgets.checks import check_int, check_known
+from nbviz.widgets.checks import check_int, check_known, check_run_name, check_run_names
 from nbviz.widgets.curve_data import curves_figure, curves_frame
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
-from nbviz.widgets.run_groups import Band, bucket_means, flatten_config, group_band, group_runs
+from nbviz.widgets.run_groups import Band, bucket_means, flat_configs, group_band, group_runs
 from nbviz.widgets.sampling import count_text
-from nbviz.widgets.scalar_points import nonfinite_breaks, summary_points
+from nbviz.widgets.scalar_names import split_name, unique_names
+from nbviz.widgets.scalar_points import minmax_downsample, nonfinite_breaks, summary_points
 from nbviz.widgets.time_axes import X_AXES, times_x
 from nbviz.widgets.wire import array_trait_payload, floats_payload, steps_payload
 
 __all__ = ["LossCurves", "minmax_downsample", "nonfinite_breaks", "split_name"]
 
-#: Prefixes/suffixes that name a split; ``loss`` alone is the training loss.
-SPLITS = ("train", "training", "val", "valid", "validation", "test", "eval")
 MAX_BREAKS = 500
 #: Points sent for all series together at most: many runs get fewer points each.
 POINT_BUDGET = 150_000
@@ -43,62 +42,10 @@ POINT_BUDGET = 150_000
 MIN_POINTS = 200
 
 
-def split_name(name: str) -> tuple[str, str]:
-    """``(stem, split)`` of a scalar name: ``"val_loss"`` -> ``("loss", "val")``.
-
-    Recognises ``<split>_x``, ``x_<split>``, ``<split>/x`` and ``x/<split>``;
-    ``loss`` alone is ``("loss", "train")``; anything else is ``(name, "")``.
-    """
-    for split in SPLITS:
-        for sep in ("_", "/", "-"):
-            if name.startswith(split + sep) and len(name) > len(split) + 1:
-                return name[len(split) + 1 :], split
-            if name.endswith(sep + split) and len(name) > len(split) + 1:
-                return name[: -len(split) - 1], split
-    if name == "loss":
-        return "loss", "train"
-    return name, ""
-
-
 def _panel_order(stem: str) -> tuple[int, str]:
     low = stem.lower()
     rank = 0 if "loss" in low else 1 if "acc" in low else 2
     return rank, low
-
-
-def minmax_downsample(
-    steps: np.ndarray, values: np.ndarray, max_points: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """At most ~``max_points`` points of a series, keeping each bucket's min and max.
-
-    Buckets are equal runs of points; the first non-finite point of each
-    bucket is kept as NaN so the line breaks where the series broke. The
-    first and last points are always kept.
-    """
-    n = len(steps)
-    if n <= max_points:
-        return steps, values
-    n_buckets = max(1, max_points // 2 - 1)
-    bounds = (np.arange(n_buckets) * n) // n_buckets
-    finite = np.isfinite(values)
-    lo = np.where(finite, values, np.inf)
-    hi = np.where(finite, values, -np.inf)
-    # argmin/argmax per bucket: reduce values, then find the first index reaching it
-    mins = np.minimum.reduceat(lo, bounds)
-    maxs = np.maximum.reduceat(hi, bounds)
-    bucket = np.repeat(np.arange(n_buckets), np.diff(np.append(bounds, n)))
-    keep = np.zeros(n, dtype=bool)
-    for target, col in ((mins, lo), (maxs, hi)):
-        hit = np.flatnonzero(col == target[bucket])
-        first = np.unique(bucket[hit], return_index=True)[1]
-        keep[hit[first]] = True
-    bad = np.flatnonzero(~finite)
-    if len(bad):
-        keep[bad[np.unique(bucket[bad], return_index=True)[1]]] = True
-    keep[0] = keep[-1] = True
-    out = values[keep].copy()
-    out[~np.isfinite(out)] = np.nan
-    return steps[keep], out
 
 
 class LossCurves(LiveView):
@@ -188,9 +135,8 @@ class LossCurves(LiveView):
         self._origins: dict[str, float] = {}
         self._bands: dict[str, tuple[str, str, Band, int]] = {}
         with self._building(runs, live):
-            self.runs = _unique_names(runs)
-            self._configs = [flatten_config(run.config) for run in runs]
-            self.group_keys = sorted({k for c in self._configs for k in c})
+            self.runs = unique_names(runs)
+            self._configs, self.group_keys = flat_configs(runs)
             self.x_axis = x_axis
             self.group_by = group_by
             self._rebuild()
@@ -200,18 +146,12 @@ class LossCurves(LiveView):
 
     @traitlets.validate("highlight")
     def _check_highlight(self, proposal: Any) -> str:
-        name = proposal["value"]
         known = [*self.runs, *self.groups]
-        return check_known(name, known, f"LossCurves.highlight: no run named {name!r}", "runs: ")
+        return check_run_name("LossCurves.highlight", proposal["value"], known)
 
     @traitlets.validate("selected_runs")
     def _check_selected_runs(self, proposal: Any) -> list[str]:
-        names = list(proposal["value"])
-        for name in names:
-            check_known(
-                name, self.runs, f"LossCurves.selected_runs: no run named {name!r}", "runs: "
-            )
-        return names
+        return check_run_names("LossCurves.selected_runs", proposal["value"], self.runs)
 
     @traitlets.validate("group_by")
     def _check_group_by(self, proposal: Any) -> str:
@@ -450,18 +390,6 @@ class LossCurves(LiveView):
             return
         reply["request"] = content.get("request")
         self.send(reply, buffers)
-
-
-def _unique_names(runs: list[Any]) -> list[str]:
-    """Run names for the legend; repeated names get ' (2)', ' (3)', ..."""
-    out: list[str] = []
-    for run in runs:
-        base = str(getattr(run, "name", None) or run)
-        name, k = base, 2
-        while name in out:
-            name, k = f"{base} ({k})", k + 1
-        out.append(name)
-    return out
 
 
 LossCurves._css = view_css(

@@ -1,5 +1,9 @@
 """EmbeddingProjector: the recorded embeddings in 2-d, linked to the samples behind them.
 
+Close to 500 lines because the traits, the layout on screen and the background job
+share one view's state; the points on the wire (:mod:`.projector_points`), the job
+(:mod:`.projector_job`) and the selection (:mod:`.point_selection`) are already apart.
+
 Points are drawn with WebGL (regl-scatterplot) and travel as binary buffers:
 float32 positions and one byte each for label, prediction, confidence and loss,
 about 12 bytes a point, so a million points load and stay interactive.
@@ -32,6 +36,7 @@ from nbviz.widgets.checks import check_choice, check_int, id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import LiveView, linked_step, opening_step, reacts_to, view_css
+from nbviz.widgets.point_selection import PointSelection
 from nbviz.widgets.projector_job import Job, LayoutJobs
 from nbviz.widgets.projector_points import (
     indices_of,
@@ -49,7 +54,7 @@ GALLERY_MAX = 2_000
 """At most this many selected samples go to the gallery (highest loss first)."""
 
 
-class EmbeddingProjector(LiveView):
+class EmbeddingProjector(PointSelection, LiveView):
     """PCA / t-SNE / UMAP of a run's recorded embeddings, coloured by what the model did.
 
     Parameters
@@ -77,6 +82,7 @@ class EmbeddingProjector(LiveView):
     """
 
     _esm = esm("projector")
+    _sort_picked = True
 
     step = linked_step("Linked step; the latest embedding at or before it is shown.")
     split = traitlets.Unicode("val").tag(sync=True)
@@ -102,11 +108,6 @@ class EmbeddingProjector(LiveView):
     note = traitlets.Unicode("", help="What the layout is fitted on, points left out.").tag(
         sync=True
     )
-    selected_ids = traitlets.List(traitlets.Int(), help="Ids of the selected points.").tag(
-        sync=True
-    )
-    selection = traitlets.Dict(help="Point indices of selected_ids (binary).").tag(sync=True)
-    picked = traitlets.Dict(help="Point indices selected in the browser (binary).").tag(sync=True)
     highlight_ids = traitlets.List(traitlets.Int(), help="Ids to highlight.").tag(sync=True)
     highlight = traitlets.Dict(help="Point indices of highlight_ids (binary).").tag(sync=True)
     hover_index = id_trait(-1, "Point under the pointer (-1: none).", high=2**31 - 1)
@@ -280,7 +281,7 @@ class EmbeddingProjector(LiveView):
         return indices_of(self._ids, self._order, ids)
 
     def _resync_ids(self) -> None:
-        self.selection = {"indices": array_trait_payload(self._indices(self.selected_ids))}
+        self._send_selection()
         self.highlight = {"indices": array_trait_payload(self._indices(self.highlight_ids))}
 
     # -- the background job --------------------------------------------------------------
@@ -350,18 +351,7 @@ class EmbeddingProjector(LiveView):
         if self._ready:  # a colouring chosen (by a person or a notebook) stays chosen
             self._auto_colour = False
 
-    @traitlets.observe("picked")
-    def _on_picked(self, change: Any) -> None:
-        payload = change["new"] or {}
-        if "indices" not in payload:
-            return
-        idx = np.asarray(array_from_payload(payload["indices"]), dtype=np.int64)
-        idx = idx[(idx >= 0) & (idx < len(self._ids))]
-        self.selected_ids = [int(i) for i in np.sort(self._ids[idx])]
-
-    @traitlets.observe("selected_ids")
-    def _on_selected(self, change: Any) -> None:
-        self.selection = {"indices": array_trait_payload(self._indices(self.selected_ids))}
+    def _show_selected(self) -> None:
         if self.gallery is None:
             if not self.selected_ids:
                 return

@@ -20,6 +20,7 @@ import numpy as np
 __all__ = [
     "Band",
     "bucket_means",
+    "flat_configs",
     "flatten_config",
     "group_band",
     "group_label",
@@ -42,6 +43,13 @@ def flatten_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any
         else:
             out[name] = json.dumps(value, default=str)
     return out
+
+
+def flat_configs(runs: Sequence[Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each run's configuration flattened (:func:`flatten_config`), and every key any of
+    them has, sorted."""
+    configs = [flatten_config(run.config) for run in runs]
+    return configs, sorted({k for c in configs for k in c})
 
 
 def group_label(key: str, value: Any) -> str:

@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.widgets.checks import check_known
+from nbviz.widgets.checks import check_known, check_run_name, check_run_names
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, reacts_to, view_css
-from nbviz.widgets.loss_curves import _unique_names, split_name
-from nbviz.widgets.run_groups import flatten_config
+from nbviz.widgets.run_groups import flat_configs, flatten_config
 from nbviz.widgets.run_selection import axes_of, passes
+from nbviz.widgets.scalar_names import split_name, unique_names
 
 __all__ = ["RunsTable", "better", "bounded_summary", "flatten_config", "summarise"]
 
@@ -130,17 +130,14 @@ class RunsTable(LiveView):
             raise ValueError("RunsTable: no runs given; pass a list of runs")
         super().__init__(**kwargs)
         self._runs = runs
-        self._names = _unique_names(runs)
+        self._names = unique_names(runs)
         self._metric_asked = metric
         with self._building(runs, live):
             self._rebuild()
 
     @traitlets.validate("selected")
     def _check_selected(self, proposal: Any) -> str:
-        name = proposal["value"]
-        return check_known(
-            name, self._names, f"RunsTable.selected: no run named {name!r}", "runs: "
-        )
+        return check_run_name("RunsTable.selected", proposal["value"], self._names)
 
     @traitlets.validate("sort_by")
     def _check_sort(self, proposal: Any) -> str:
@@ -160,12 +157,7 @@ class RunsTable(LiveView):
 
     @traitlets.validate("selected_runs")
     def _check_selected_runs(self, proposal: Any) -> list[str]:
-        names = list(proposal["value"])
-        for name in names:
-            check_known(
-                name, self._names, f"RunsTable.selected_runs: no run named {name!r}", "runs: "
-            )
-        return names
+        return check_run_names("RunsTable.selected_runs", proposal["value"], self._names)
 
     @traitlets.validate("brushes")
     def _check_brushes(self, proposal: Any) -> dict[str, list[float]]:
@@ -246,8 +238,7 @@ class RunsTable(LiveView):
         return runs_figure(self, x)
 
     def _rebuild(self) -> None:
-        configs = [flatten_config(run.config) for run in self._runs]
-        config_keys = sorted({k for c in configs for k in c})
+        configs, config_keys = flat_configs(self._runs)
         scalars = [index.scalar_counts() for index in self._indexes]
         names = sorted({n for s in scalars for n in s}, key=_metric_order)
         columns: list[dict[str, Any]] = [{"key": "run", "label": "run", "kind": "run"}]

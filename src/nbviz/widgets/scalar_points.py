@@ -4,6 +4,7 @@ A summary of rows is drawn as it is. A summary of buckets becomes each
 bucket's minimum and maximum at the steps they were reached (so spikes
 survive), a NaN point where a bucket held a non-finite value (the line breaks
 there), and one break ``[first, last, kind]`` per such bucket.
+:func:`minmax_downsample` keeps the same extremes of a series already in memory.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["nonfinite_breaks", "summary_points"]
+__all__ = ["minmax_downsample", "nonfinite_breaks", "summary_points"]
 
 
 def nonfinite_breaks(steps: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -66,3 +67,38 @@ def summary_points(summary: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ]
     ).astype(np.float64)
     return steps[order], values[order], breaks.reshape(-1, 3)
+
+
+def minmax_downsample(
+    steps: np.ndarray, values: np.ndarray, max_points: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """At most ~``max_points`` points of a series, keeping each bucket's min and max.
+
+    Buckets are equal runs of points; the first non-finite point of each
+    bucket is kept as NaN so the line breaks where the series broke. The
+    first and last points are always kept.
+    """
+    n = len(steps)
+    if n <= max_points:
+        return steps, values
+    n_buckets = max(1, max_points // 2 - 1)
+    bounds = (np.arange(n_buckets) * n) // n_buckets
+    finite = np.isfinite(values)
+    lo = np.where(finite, values, np.inf)
+    hi = np.where(finite, values, -np.inf)
+    # argmin/argmax per bucket: reduce values, then find the first index reaching it
+    mins = np.minimum.reduceat(lo, bounds)
+    maxs = np.maximum.reduceat(hi, bounds)
+    bucket = np.repeat(np.arange(n_buckets), np.diff(np.append(bounds, n)))
+    keep = np.zeros(n, dtype=bool)
+    for target, col in ((mins, lo), (maxs, hi)):
+        hit = np.flatnonzero(col == target[bucket])
+        first = np.unique(bucket[hit], return_index=True)[1]
+        keep[hit[first]] = True
+    bad = np.flatnonzero(~finite)
+    if len(bad):
+        keep[bad[np.unique(bucket[bad], return_index=True)[1]]] = True
+    keep[0] = keep[-1] = True
+    out = values[keep].copy()
+    out[~np.isfinite(out)] = np.nan
+    return steps[keep], out

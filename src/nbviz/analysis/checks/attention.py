@@ -21,13 +21,22 @@ from typing import Any
 
 import numpy as np
 
-from nbviz.analysis.checks.finding import Finding, fmt
-from nbviz.analysis.checks.robust import trailing_run_start
+from nbviz.analysis.checks.finding import Finding, fmt, onset_warning
+from nbviz.analysis.checks.robust import onset
 
 CHECK = "attention_collapse"
 COLLAPSED = 0.15
 WINDOW = 5
 MIN_CAPTURES = 2
+#: What to try for a head collapsed from the first capture, and for one collapsed later.
+ADVICE = (
+    "check the attention logits' scale at initialisation: queries and keys "
+    "scaled by 1/sqrt(head size), smaller initial weights of the query and key "
+    "projections, or normalising queries and keys (QK-norm)",
+    "a lower learning rate or a longer warm-up (the attention logits grew until "
+    "the softmax saturated), normalising queries and keys (QK-norm), or weight "
+    "decay on the query and key projections",
+)
 
 
 def check(run: Any) -> list[Finding]:
@@ -57,51 +66,27 @@ def check(run: Any) -> list[Finding]:
         level = float(np.median(entropy[-window:]))
         if level >= COLLAPSED:
             continue
-        start = trailing_run_start(entropy < COLLAPSED)
-        onset = int(steps[start if start is not None else len(steps) - window])
-        at_start = onset == int(steps[0])
-        since = "from the first capture" if at_start else f"since step {onset}"
+        when = onset(steps, entropy < COLLAPSED, window)
         message = (
-            f"Head {head} of {layer} has collapsed {since}: its attention entropy is "
+            f"Head {head} of {layer} has collapsed {when.since()}: its attention entropy is "
             f"{fmt(level)} of uniform (median of the last {window} captures), each query puts "
             f"{fmt(float(np.median(weight[-window:])))} of its weight on a single token on "
             "average, so the head passes on one token and little gradient reaches its "
             "queries and keys."
         )
-        if at_start:
-            advice = (
-                "check the attention logits' scale at initialisation: queries and keys "
-                "scaled by 1/sqrt(head size), smaller initial weights of the query and key "
-                "projections, or normalising queries and keys (QK-norm)"
-            )
-            summary = f"head {head} of '{layer}' collapsed from the start"
-        else:
-            advice = (
-                "a lower learning rate or a longer warm-up (the attention logits grew until "
-                "the softmax saturated), normalising queries and keys (QK-norm), or weight "
-                "decay on the query and key projections"
-            )
-            summary = f"head {head} of '{layer}' collapsed from step {onset}"
-        findings.append(
-            Finding(
-                check=CHECK,
-                severity="warning",
-                layer=layer,
-                step=onset,
-                cause="architecture" if at_start else "learning_rate",
-                message=message,
-                advice=advice,
-                summary=summary,
-                evidence={
-                    "head": head,
-                    "entropy": level,
-                    "entropy_at_first_capture": float(entropy[0]),
-                    "max_weight": float(np.median(weight[-window:])),
-                    "from_first_capture": at_start,
-                    "window_captures": window,
-                    "threshold": COLLAPSED,
-                    "captures": len(entropy),
-                },
-            )
+        summary = (
+            f"head {head} of '{layer}' collapsed from the start",
+            f"head {head} of '{layer}' collapsed from step {when.step}",
         )
+        evidence = {
+            "head": head,
+            "entropy": level,
+            "entropy_at_first_capture": float(entropy[0]),
+            "max_weight": float(np.median(weight[-window:])),
+            "from_first_capture": when.from_start,
+            "window_captures": window,
+            "threshold": COLLAPSED,
+            "captures": len(entropy),
+        }
+        findings.append(onset_warning(CHECK, layer, when, message, ADVICE, summary, evidence))
     return findings

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from nbviz.analysis.checks.robust import Onset
+
 #: Severities, worst first. ``error``: training is broken (non-finite values, a
 #: layer that passes nothing); ``warning``: the user should act on it; ``info``:
 #: worth knowing, nothing to fix.
@@ -54,6 +56,35 @@ class Finding:
         object.__setattr__(self, "evidence", jsonable(self.evidence))
         if self.step is not None:
             object.__setattr__(self, "step", int(self.step))
+
+
+def onset_warning(
+    check: str,
+    layer: str,
+    onset: Onset,
+    message: str,
+    advice: tuple[str, str],
+    summary: tuple[str, str],
+    evidence: dict[str, Any],
+) -> Finding:
+    """A warning whose cause follows from when it set in.
+
+    There from the first capture, it points at the initialisation or the input's scale
+    (``architecture``); set in during training, at weights or logits grown by too large
+    steps (``learning_rate``). ``advice`` and ``summary`` are pairs: (from the start, later).
+    """
+    later = not onset.from_start
+    return Finding(
+        check=check,
+        severity="warning",
+        layer=layer,
+        step=onset.step,
+        cause="learning_rate" if later else "architecture",
+        message=message,
+        advice=advice[later],
+        summary=summary[later],
+        evidence=evidence,
+    )
 
 
 def jsonable(value: Any) -> Any:

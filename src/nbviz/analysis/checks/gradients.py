@@ -1,5 +1,9 @@
 """``vanishing_gradients`` and ``exploding_gradients``: gradient size by depth and over time.
 
+Close to 500 lines because the two checks read the same gradient matrices and the
+same backpropagated profile, and a layer's candidates of both kinds are ranked
+together; the per-layer signals by depth are already apart (:mod:`.depth`).
+
 Both read the parameter gradients of weight matrices and kernels (rank >= 2)
 at each capture, scaled by the weights they update: ``||g|| / ||w||``, the
 fraction by which a plain SGD step of learning rate 1 would move the layer.
@@ -64,7 +68,7 @@ from nbviz.analysis.checks.depth import (
 )
 from nbviz.analysis.checks.finding import Finding, fmt, names
 from nbviz.analysis.checks.model import ModelLayout, layout, param_stats
-from nbviz.analysis.checks.robust import nanmedian, trailing_run_start
+from nbviz.analysis.checks.robust import nanmedian, onset
 
 VANISH_RATIO = 1e-3
 EXPLODE_DEPTH_RATIO = 1e3
@@ -167,18 +171,17 @@ def check_vanishing(run: Any) -> list[Finding]:
     if not bad:
         return [_vanishing_backprop(lay, b) for b in backprop if b.total <= VANISH_BACKPROP]
     worst = min(bad, key=lambda i: median[i])
-    run_start = trailing_run_start(np.nan_to_num(ratio[:, worst], nan=1.0) < VANISH_RATIO)
-    onset = int(steps[run_start if run_start is not None else len(steps) - window])
+    when = onset(steps, np.nan_to_num(ratio[:, worst], nan=1.0) < VANISH_RATIO, window)
     top = int(np.nanargmax(values[-1])) if np.isfinite(values[-1]).any() else len(params) - 1
     modules = [lay.param(params[i]).module for i in bad]
     name = params[worst]
     module = lay.param(name).module
-    since = f"since step {onset}" if onset > int(steps[0]) else "from the first capture"
     message = (
         f"Gradients vanish toward the input: at {lay.label(module)} the gradient, relative to "
         f"its weights, is {fmt(float(median[worst]))} times that of the layers after it "
-        f"(median of the last {window} captures, {since}); {len(bad)} of {len(params)} layers "
-        f"are below 1/{int(1 / VANISH_RATIO)}: {names(modules)}. Those layers barely learn."
+        f"(median of the last {window} captures, {when.since()}); {len(bad)} of {len(params)} "
+        f"layers are below 1/{int(1 / VANISH_RATIO)}: {names(modules)}. Those layers barely "
+        "learn."
     )
     profile = next((b for b in backprop if module in b.modules), None)
     if profile is not None and profile.total < 1:
@@ -191,7 +194,7 @@ def check_vanishing(run: Any) -> list[Finding]:
             check="vanishing_gradients",
             severity="warning",
             layer=module,
-            step=onset,
+            step=when.step,
             cause="architecture",
             message=message,
             advice=VANISH_ADVICE,
@@ -259,16 +262,15 @@ def check_exploding(run: Any) -> list[Finding]:
             median = nanmedian(ratio[-window:], axis=0)
             for j, name in enumerate(params):
                 if np.isfinite(median[j]) and median[j] >= EXPLODE_DEPTH_RATIO:
-                    start = trailing_run_start(
-                        np.nan_to_num(ratio[:, j], nan=0.0) >= EXPLODE_DEPTH_RATIO
-                    )
-                    onset = int(steps[start if start is not None else len(steps) - window])
+                    began = onset(
+                        steps, np.nan_to_num(ratio[:, j], nan=0.0) >= EXPLODE_DEPTH_RATIO, window
+                    ).step
                     module = lay.param(name).module
                     message = (
                         f"Gradients grow toward the input: at {lay.label(module)} the gradient, "
                         f"relative to its weights, is {fmt(float(median[j]))} times that of every "
                         f"layer after it (median of the last {window} captures, since step "
-                        f"{onset})."
+                        f"{began})."
                     )
                     candidates.append(
                         (
@@ -277,7 +279,7 @@ def check_exploding(run: Any) -> list[Finding]:
                                 check="exploding_gradients",
                                 severity="warning",
                                 layer=module,
-                                step=onset,
+                                step=began,
                                 message=message,
                                 advice=EXPLODE_DEPTH_ADVICE,
                                 summary=f"gradients grow toward the input, most at '{module}'",
@@ -365,7 +367,6 @@ def backprop_profiles(run: Any, lay: ModelLayout) -> list[Backprop]:
         geometric = t.geometric and norms.shape[1] >= TREND_LAYERS
         limit = EXPLODE_BACKPROP_TREND if geometric else EXPLODE_BACKPROP
         far = (totals >= limit) if total >= 1 else (totals <= VANISH_BACKPROP)
-        start = trailing_run_start(np.nan_to_num(far, nan=False))
         out.append(
             Backprop(
                 modules=list(norms.columns),
@@ -373,12 +374,37 @@ def backprop_profiles(run: Any, lay: ModelLayout) -> list[Backprop]:
                 per_layer=t.per_layer,
                 consistency=t.consistency,
                 exploding=total >= limit,
-                onset=int(steps[start if start is not None else len(steps) - window]),
+                onset=onset(steps, np.nan_to_num(far, nan=False), window).step,
                 window=window,
                 profile={m: float(v) for m, v in zip(norms.columns, profile, strict=True)},
             )
         )
     return out
+
+
+def _backprop_finding(
+    b: Backprop, check: str, message: str, advice: str, summary: str, **evidence: Any
+) -> Finding:
+    """A finding on the backpropagated gradient's profile ``b``, at its first layer.
+
+    ``evidence``: what the finding adds to the numbers every such finding carries.
+    """
+    return Finding(
+        check=check,
+        severity="warning",
+        layer=b.modules[0],
+        step=b.onset,
+        cause="architecture",
+        message=message,
+        advice=advice,
+        summary=summary,
+        evidence={
+            "kind": "backprop",
+            "backprop_ratio": b.total,
+            "per_layer": b.per_layer,
+            **evidence,
+        },
+    )
 
 
 def _exploding_backprop(lay: ModelLayout, b: Backprop) -> Finding:
@@ -391,25 +417,17 @@ def _exploding_backprop(lay: ModelLayout, b: Backprop) -> Finding:
         "gradient times each layer's input, which shrinks the other way), but the early layers' "
         "steps are out of scale with the late ones'."
     )
-    return Finding(
-        check="exploding_gradients",
-        severity="warning",
-        layer=first,
-        step=b.onset,
-        cause="architecture",
-        message=message,
-        advice=EXPLODE_DEPTH_ADVICE,
-        summary=f"the backpropagated gradient grows {fmt(b.total)}x toward the input",
-        evidence={
-            "kind": "backprop",
-            "backprop_ratio": b.total,
-            "per_layer": b.per_layer,
-            "consistency": b.consistency,
-            "output_gradient_norms": b.profile,
-            "threshold": EXPLODE_BACKPROP,
-            "threshold_geometric": EXPLODE_BACKPROP_TREND,
-            "window_captures": b.window,
-        },
+    return _backprop_finding(
+        b,
+        "exploding_gradients",
+        message,
+        EXPLODE_DEPTH_ADVICE,
+        f"the backpropagated gradient grows {fmt(b.total)}x toward the input",
+        consistency=b.consistency,
+        output_gradient_norms=b.profile,
+        threshold=EXPLODE_BACKPROP,
+        threshold_geometric=EXPLODE_BACKPROP_TREND,
+        window_captures=b.window,
     )
 
 
@@ -421,24 +439,16 @@ def _vanishing_backprop(lay: ModelLayout, b: Backprop) -> Finding:
         f"{lay.label(first)} (about {fmt(1 / b.per_layer)}x per layer; median of the last "
         f"{b.window} captures, since step {b.onset}). The early layers barely learn."
     )
-    return Finding(
-        check="vanishing_gradients",
-        severity="warning",
-        layer=first,
-        step=b.onset,
-        cause="architecture",
-        message=message,
-        advice=VANISH_ADVICE,
-        summary=f"the backpropagated gradient shrinks {fmt(1 / b.total)}x toward the input",
-        evidence={
-            "kind": "backprop",
-            "backprop_ratio": b.total,
-            "per_layer": b.per_layer,
-            "output_gradient_norms": b.profile,
-            "threshold": VANISH_BACKPROP,
-            "window_captures": b.window,
-            "layers": b.modules[:-1],
-        },
+    return _backprop_finding(
+        b,
+        "vanishing_gradients",
+        message,
+        VANISH_ADVICE,
+        f"the backpropagated gradient shrinks {fmt(1 / b.total)}x toward the input",
+        output_gradient_norms=b.profile,
+        threshold=VANISH_BACKPROP,
+        window_captures=b.window,
+        layers=b.modules[:-1],
     )
 
 

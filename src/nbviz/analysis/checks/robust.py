@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,6 +18,30 @@ def trailing_run_start(mask: np.ndarray) -> int | None:
         return None
     false = np.flatnonzero(~mask)
     return int(false[-1]) + 1 if len(false) else 0
+
+
+@dataclass(frozen=True)
+class Onset:
+    """When a condition that holds over a layer's recent captures set in."""
+
+    step: int
+    #: It held from the first capture (the model started that way).
+    from_start: bool
+
+    def since(self) -> str:
+        """The words for a message: "from the first capture" or "since step N"."""
+        return "from the first capture" if self.from_start else f"since step {self.step}"
+
+
+def onset(steps: np.ndarray, holds: np.ndarray, window: int) -> Onset:
+    """The step where the final stretch of captures on which ``holds`` is True begins.
+
+    When the last capture does not hold (the condition is judged on a median of the last
+    ``window`` captures, not on each), the first of those ``window`` captures.
+    """
+    start = trailing_run_start(holds)
+    step = int(steps[start if start is not None else len(steps) - window])
+    return Onset(step=step, from_start=step == int(steps[0]))
 
 
 def nanmedian(values: np.ndarray, axis: int = 0) -> np.ndarray:

@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from nbviz.analysis.checks.finding import Finding, pct
+from nbviz.analysis.checks.finding import Finding, onset_warning, pct
 from nbviz.analysis.checks.model import layer_stats, layout, unit_values
-from nbviz.analysis.checks.robust import trailing_run_start
+from nbviz.analysis.checks.robust import onset
 
 CHECK = "saturated_units"
 #: Module types with flat ends, and the (low, high) of their output range.
@@ -45,6 +45,13 @@ EDGE = 0.96
 WARN_FRACTION = 0.5
 WINDOW = 10
 MIN_CAPTURES = 2
+#: What to try for a layer saturated from the first capture, and for one saturated later.
+ADVICE = (
+    "smaller initial weights (Xavier: nn.init.xavier_uniform_) or inputs scaled to "
+    "unit variance, normalisation before the activation, or a ReLU-family activation",
+    "a lower learning rate or warm-up (the weights grew until the units saturated), "
+    "normalisation before the activation, or a ReLU-family activation",
+)
 
 
 def saturated_fraction(mean: np.ndarray, std: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -85,45 +92,23 @@ def check(run: Any) -> list[Finding]:
         level = float(np.median(frac[-window:]))
         if level < WARN_FRACTION:
             continue
-        start = trailing_run_start(frac >= WARN_FRACTION)
-        onset = int(steps[start if start is not None else len(steps) - window])
-        at_start = onset == int(steps[0])
-        since = "from the first capture" if at_start else f"since step {onset}"
+        when = onset(steps, frac >= WARN_FRACTION, window)
         message = (
             f"{pct(level)} of the outputs of {lay.label(layer)} sit on its flat ends (within 2% "
-            f"of {low:g} or {high:g}; median of the last {window} captures, {since}), where its "
-            "slope is under 8% of the largest: little gradient passes back through it."
+            f"of {low:g} or {high:g}; median of the last {window} captures, {when.since()}), "
+            "where its slope is under 8% of the largest: little gradient passes back through it."
         )
-        if at_start:
-            advice = (
-                "smaller initial weights (Xavier: nn.init.xavier_uniform_) or inputs scaled to "
-                "unit variance, normalisation before the activation, or a ReLU-family activation"
-            )
-            summary = f"{pct(level)} of '{layer}' is saturated from the start"
-        else:
-            advice = (
-                "a lower learning rate or warm-up (the weights grew until the units saturated), "
-                "normalisation before the activation, or a ReLU-family activation"
-            )
-            summary = f"{pct(level)} of '{layer}' saturated from step {onset}"
-        findings.append(
-            Finding(
-                check=CHECK,
-                severity="warning",
-                layer=layer,
-                step=onset,
-                cause="architecture" if at_start else "learning_rate",
-                message=message,
-                advice=advice,
-                summary=summary,
-                evidence={
-                    "saturated_fraction": level,
-                    "at_first_capture": float(frac[0]),
-                    "from_first_capture": at_start,
-                    "window_captures": window,
-                    "edge": EDGE,
-                    "threshold": WARN_FRACTION,
-                },
-            )
+        summary = (
+            f"{pct(level)} of '{layer}' is saturated from the start",
+            f"{pct(level)} of '{layer}' saturated from step {when.step}",
         )
+        evidence = {
+            "saturated_fraction": level,
+            "at_first_capture": float(frac[0]),
+            "from_first_capture": when.from_start,
+            "window_captures": window,
+            "edge": EDGE,
+            "threshold": WARN_FRACTION,
+        }
+        findings.append(onset_warning(CHECK, layer, when, message, ADVICE, summary, evidence))
     return findings
