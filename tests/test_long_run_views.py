@@ -79,10 +79,10 @@ def test_a_scrubber_move_and_a_layer_click_read_the_same_on_a_longer_run(
 
 
 def test_a_dashboard_builds_from_about_as_much_of_a_run_sixteen_times_longer(
-    opened: dict[int, Any],
+    opened: dict[int, Any], both: Callable[..., dict[int, int]]
 ) -> None:
     built: dict[int, Any] = {}
-    build = _both(opened, lambda run, n: built.__setitem__(n, nbviz.Dashboard(run, live=False)))
+    build = both(lambda run, n: built.__setitem__(n, nbviz.Dashboard(run, live=False)))
     # the diagnosis (the HealthReport's findings) included, its losses read as outlines;
     # what grows is LossCurves' summaries up to their point budget (every row of the short
     # run, 2000 buckets at most of a long one): a whole read of the losses would be 16x
