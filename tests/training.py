@@ -184,3 +184,39 @@ def language_model_run(
             opt.step()
             run.log(step, train_loss=loss)
     return Path(path)
+
+
+def token_loss_run(path: Path, steps: int = 20, top_k: int = 4) -> tuple[Path, dict]:
+    """A small GPT-style model trained on synthetic text, then evaluated token by token
+    (``run.evaluate`` on its ``(N, T, vocab)`` logits) with padded targets and a vocabulary.
+
+    The evaluation at the last step has 12 samples of 9 positions; samples 1 and 4 end in
+    padding (target -100). Returns the run directory (closed) and what the test needs to
+    check against: the model's logits and the targets of the evaluation.
+    """
+    from reference_models import GPT, GPTConfig, next_token_loss, token_batch
+
+    config = GPTConfig(vocab=24, context=10, width=32, heads=4, blocks=2)
+    torch.manual_seed(0)
+    model = GPT(config)
+    gen = torch.Generator().manual_seed(1)
+    words = [f"w{i}" for i in range(config.vocab)]
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    ids = token_batch(torch.Generator().manual_seed(5), 12, 10, config.vocab)
+    inputs, targets = ids[:, :-1], ids[:, 1:].clone()
+    targets[1, 6:] = -100
+    targets[4, 3:] = -100
+    loader = [(inputs[:8], targets[:8]), (inputs[8:], targets[8:])]
+    with nbviz.Run(path) as run:
+        for step in range(steps):
+            batch = token_batch(gen, 16, config.context + 1, config.vocab)
+            loss = next_token_loss(model(batch[:, :-1]), batch[:, 1:])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            run.log(step, train_loss=loss)
+        run.evaluate(steps - 1, model, loader, tokens=words, top_k=top_k)
+        model.eval()
+        with torch.no_grad():
+            logits = model(inputs)
+    return Path(path), {"logits": logits, "targets": targets, "words": words, "step": steps - 1}
