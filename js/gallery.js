@@ -105,8 +105,8 @@ function render({ model, el: root }) {
   // a token's loss and top predictions, on hover (cards and detail alike)
   /** @param {any} e */
   const showTip = (e) => {
-    const span = e.target && e.target.closest ? e.target.closest(".nbviz-token[data-position]") : null;
-    if (!span) return;
+    const span = e.target && e.target.closest ? e.target.closest(".nbviz-token") : null;
+    if (!span || !span.hasAttribute("data-position")) return;
     const card = span.closest(".nbviz-gallery-card");
     const id = card ? Number(card.getAttribute("data-id")) : null;
     const payload = card
