@@ -39,20 +39,20 @@ def test_per_token_losses_equal_cross_entropy_and_padding_is_left_out(lm) -> Non
     assert list(frame.columns) == list(TOKEN_COLUMNS)
     targets, logits = ref["targets"], ref["logits"]
     expected = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none").numpy()
-    padding = (targets == -100).numpy()
+    padding = ref["padding"].numpy()
     got = frame.sort_values(["id", "position"])["loss"].to_numpy().reshape(targets.shape)
     assert np.array_equal(np.isnan(got), padding)
     np.testing.assert_allclose(got[~padding], expected[~padding], rtol=1e-6, atol=1e-6)
-    assert frame["padding"].to_numpy().reshape(targets.shape).tolist() == padding.tolist()
-    # the padding is no token: no text, and its target kept as given
-    pad_rows = frame[frame["padding"]]
-    assert set(pad_rows["token_id"]) == {-100} and set(pad_rows["token"]) == {""}
+    # an ignored target is no token (no text); a masked one keeps its token
+    pad_rows = frame[frame["padding"]].set_index(["id", "position"])
+    assert set(pad_rows.loc[1, "token_id"]) == {-100} and set(pad_rows.loc[1, "token"]) == {""}
+    assert set(pad_rows.loc[4, "token_id"]) == {0} and set(pad_rows.loc[4, "token"]) == {"w0"}
     # each sample's loss is the mean over its real tokens; val_loss over every real token
     per_sample = run.predictions(ref["step"]).set_index("id")["loss"]
     for i in range(len(targets)):
         real = ~padding[i]
         assert per_sample[i] == pytest.approx(float(expected[i][real].mean()), rel=1e-5)
-    mean = F.cross_entropy(logits.transpose(1, 2), targets, ignore_index=-100)
+    mean = float(expected[~padding].astype(np.float64).mean())  # every real token alike
     val = run.scalars(["val_loss"])["value"].iloc[-1]
     assert val == pytest.approx(float(mean), rel=1e-5)
     run.close()

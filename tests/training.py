@@ -190,9 +190,10 @@ def token_loss_run(path: Path, steps: int = 20, top_k: int = 4) -> tuple[Path, d
     """A small GPT-style model trained on synthetic text, then evaluated token by token
     (``run.evaluate`` on its ``(N, T, vocab)`` logits) with padded targets and a vocabulary.
 
-    The evaluation at the last step has 12 samples of 9 positions; samples 1 and 4 end in
-    padding (target -100). Returns the run directory (closed) and what the test needs to
-    check against: the model's logits and the targets of the evaluation.
+    The evaluation at the last step has 12 samples of 9 positions; sample 1 ends in
+    three ignored targets (-100), sample 4 in six padding tokens (``w0``, masked out by
+    the batch's ``mask``). Returns the run directory (closed) and what a test checks
+    against: the model's logits, the targets and the padding of the evaluation.
     """
     from reference_models import GPT, GPTConfig, next_token_loss, token_batch
 
@@ -205,8 +206,13 @@ def token_loss_run(path: Path, steps: int = 20, top_k: int = 4) -> tuple[Path, d
     ids = token_batch(torch.Generator().manual_seed(5), 12, 10, config.vocab)
     inputs, targets = ids[:, :-1], ids[:, 1:].clone()
     targets[1, 6:] = -100
-    targets[4, 3:] = -100
-    loader = [(inputs[:8], targets[:8]), (inputs[8:], targets[8:])]
+    targets[4, 3:] = 0
+    mask = torch.ones_like(targets, dtype=torch.bool)
+    mask[4, 3:] = False
+    loader = [
+        {"input": inputs[a:b], "target": targets[a:b], "mask": mask[a:b]}
+        for a, b in ((0, 8), (8, 12))
+    ]
     with nbviz.Run(path) as run:
         for step in range(steps):
             batch = token_batch(gen, 16, config.context + 1, config.vocab)
@@ -219,4 +225,11 @@ def token_loss_run(path: Path, steps: int = 20, top_k: int = 4) -> tuple[Path, d
         model.eval()
         with torch.no_grad():
             logits = model(inputs)
-    return Path(path), {"logits": logits, "targets": targets, "words": words, "step": steps - 1}
+    padding = (targets == -100) | ~mask
+    return Path(path), {
+        "logits": logits,
+        "targets": targets,
+        "padding": padding,
+        "words": words,
+        "step": steps - 1,
+    }

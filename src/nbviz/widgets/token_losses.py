@@ -25,7 +25,7 @@ DETAIL_TOKENS = 2048
 TOKEN_CSS = """
 .nbviz-gallery-body { position: relative; }
 .nbviz-tokens { font-family: var(--jp-code-font-family, monospace); font-size: 0.9em;
-  line-height: 1.7; white-space: normal; word-break: normal; }
+  line-height: 1.7; display: flex; flex-wrap: wrap; align-items: baseline; }
 .nbviz-token { white-space: pre; padding: 0 2px; margin: 0 1px; border-radius: 2px;
   cursor: default; }
 .nbviz-token-pad { color: var(--jp-ui-font-color3, #9e9e9e); }
