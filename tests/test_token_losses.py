@@ -220,3 +220,21 @@ def test_only_the_first_samples_keep_their_tokens_when_there_are_many(
         assert run.token_losses(0)["id"].unique().tolist() == [0, 1, 2, 3, 4]
         assert len(run.predictions(0)) == 12  # every sample's loss
         assert run.predictions(0)["loss"].notna().all()
+
+
+def test_batches_of_different_lengths_are_padded_to_the_longest(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyLM()
+    short, long = torch.randint(0, 9, (2, 5)), torch.randint(0, 9, (3, 7))
+    with nbviz.Run(tmp_path / "r") as run:
+        run.evaluate(0, model, [(short, short), (long, long)], top_k=3)
+        frame = run.token_losses(0)
+        padding = frame.pivot(index="id", columns="position", values="padding")
+        assert padding.shape == (5, 7)
+        assert padding.loc[[0, 1], [5, 6]].to_numpy().all()
+        assert not padding.loc[[0, 1], list(range(5))].to_numpy().any()
+        assert not padding.loc[[2, 3, 4]].to_numpy().any()
+        with torch.no_grad():
+            expected = F.cross_entropy(model(short).transpose(1, 2), short, reduction="none")
+        got = frame[(frame["id"] == 1) & ~frame["padding"]]["loss"].to_numpy()
+        np.testing.assert_allclose(got, expected[1].numpy(), rtol=1e-6)

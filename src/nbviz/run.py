@@ -409,7 +409,7 @@ class Run(RunView):
         tables.replace_evaluation(self, "log_token_losses", preds[0][1], preds[0][0], overwrite)
         self._writer.insert("predictions", preds)
         self._writer.insert("outputs", outs)
-        if decode is not None:
+        if decode is not None and (self._dist is None or self._dist.writes):
             texts = {str(k): v for k, v in self.token_texts().items()}
             n = len(texts)
             texts.update(token_texts(decode, rec.to_numpy(targets, "tokens"), _top(top_ids)))

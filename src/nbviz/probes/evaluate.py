@@ -229,9 +229,9 @@ def run_evaluation(
         result = acc.by_token()
     else:
         result = acc.classifier() if loss_fn is None else acc.by_loss()
-    result.embeddings = torch.cat(captured["embed"]).numpy() if captured["embed"] else None
+    result.embeddings = _rows(captured["embed"])
     result.embed_name = embed[0] if embed is not None else None
-    result.units = torch.cat(captured["units"]).numpy() if captured["units"] else None
+    result.units = _rows(captured["units"])
     result.units_name = units[0] if units is not None else None
     return result
 
@@ -512,7 +512,8 @@ class _Batches:
         )
 
     def _result(self, **fields: Any) -> Evaluation:
-        inputs = np.concatenate(self.inputs) if self.inputs and self.inputs[0].ndim >= 2 else None
+        # inputs of different sizes from batch to batch (sequences) are not kept as samples
+        inputs = _joined(self.inputs) if self.inputs and self.inputs[0].ndim >= 2 else None
         return Evaluation(
             ids=np.concatenate(self.ids) if self.ids else None,
             embeddings=None,
@@ -522,6 +523,14 @@ class _Batches:
             inputs=inputs,
             **fields,
         )
+
+
+def _rows(parts: list[torch.Tensor]) -> np.ndarray | None:
+    """Per-sample rows of every batch as one array (None for none, or for rows whose
+    width changes from batch to batch, as a sequence's flattened features do)."""
+    if not parts or any(p.shape[1:] != parts[0].shape[1:] for p in parts):
+        return None
+    return torch.cat(parts).numpy()
 
 
 def _token_targets(y: Any) -> bool:
