@@ -78,7 +78,7 @@ describe("a language model's tokens in the gallery", () => {
     const item = { id: 7, kind: "text", text: "the cat", evaluated: true, loss: 0.5, tokens: payload() };
     const card = sampleCard(item, false, /** @type {any} */ ({}));
     assert.equal(find(card, "nbviz-token").length, 3);
-    assert.match(card.textContent, /1 non-finite token losses/);
+    assert.match(card.textContent, /1 non-finite token loss/);
     assert.match(card.textContent, /loss 0\.5/);
   });
 

@@ -98,3 +98,37 @@ def test_the_gallery_colours_tokens_by_loss_and_shows_their_top_predictions(
     strip.locator('.nbviz-token[data-position="1"]').hover()
     expect(tip).to_be_visible()
     gallery.screenshot(path=str(ARTIFACTS / "token-gallery.png"))
+
+
+def test_non_finite_token_losses_have_their_own_colour_and_count(nb, tmp_path: Path) -> None:
+    path = tmp_path / "bad"
+    with nbviz.Run(path) as run:
+        run.log_token_losses(
+            0,
+            [[0.5, float("inf"), 1.0, 0.0], [float("nan"), 2.0, 0.25, 0.0]],
+            [[1, 2, 3, 0], [4, 5, 1, 0]],
+            mask=[[1, 1, 1, 0], [1, 1, 1, 0]],
+            top_ids=[[[1, 2]] * 4, [[3, 4]] * 4],
+            top_probs=[[[0.5, 0.25]] * 4, [[0.5, 0.25]] * 4],
+            tokens=["<pad>", "<b>bold</b>", " b", "c", "d", "e"],
+        )
+    nb.run(
+        "bad_tokens.ipynb",
+        [f"import nbviz\nnbviz.SampleGallery(nbviz.open_run({str(path)!r}))"],
+        ready=".nbviz-gallery .nbviz-token",
+    )
+    gallery = nb.page.locator(".nbviz-gallery").first
+    expect(gallery.locator(".nbviz-gallery-token-legend")).to_contain_text("2 non-finite")
+    bad = gallery.locator('.nbviz-gallery-card[data-id="0"] .nbviz-token[data-position="1"]')
+    expect(bad).to_have_attribute("data-loss", "+Inf")
+    assert background(bad) == "rgb(232, 17, 79)"
+    expect(gallery.locator('.nbviz-gallery-card[data-id="1"]')).to_contain_text(
+        "1 non-finite token loss"
+    )
+    # the text from data is text, never markup; padding unstyled
+    first = gallery.locator('.nbviz-gallery-card[data-id="0"] .nbviz-token').first
+    expect(first).to_have_text("<b>bold</b>")
+    assert first.locator("b").count() == 0
+    pad = gallery.locator('.nbviz-gallery-card[data-id="0"] .nbviz-token-pad')
+    expect(pad).to_have_text("<pad>")
+    gallery.screenshot(path=str(ARTIFACTS / "token-gallery-nonfinite.png"))

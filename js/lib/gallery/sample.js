@@ -118,8 +118,8 @@ export function sampleCard(item, open, urls) {
   if (item.label !== undefined) node.append(line("true", item.label_name ?? String(item.label)));
   if (item.evaluated && !classes) {
     node.append(el("div", { class: "nbviz-gallery-num nbviz-gallery-loss", text: `loss ${formatNumber(item.loss)}` }));
-    const bad = item.tokens ? nonfiniteText(item.tokens.nonfinite) : "";
-    if (bad) node.append(el("div", { class: "nbviz-nonfinite nbviz-gallery-token-nonfinite", text: `${bad} token losses` }));
+    const n = item.tokens ? Number(item.tokens.nonfinite) || 0 : 0;
+    if (n > 0) node.append(el("div", { class: "nbviz-nonfinite nbviz-gallery-token-nonfinite", text: `${nonfiniteText(n)} token loss${n === 1 ? "" : "es"}` }));
   } else if (item.evaluated) {
     node.append(
       line("pred", item.pred_name ?? String(item.pred), item.pred === -1 ? "nbviz-nonfinite" : wrong ? "nbviz-gallery-pred-wrong" : ""),
