@@ -115,9 +115,11 @@ function render({ model, el: root }) {
     if (!payload || !describeToken(tip, payload, Number(span.getAttribute("data-position")))) return;
     const box = body.getBoundingClientRect();
     const at = span.getBoundingClientRect();
-    tip.style.left = `${Math.max(0, at.left - box.left)}px`;
-    tip.style.top = `${at.bottom - box.top + 4}px`;
     tip.style.display = "";
+    // below the token, kept inside the view (a narrow gallery would clip it)
+    const room = box.width - tip.getBoundingClientRect().width;
+    tip.style.left = `${Math.max(0, Math.min(at.left - box.left, room))}px`;
+    tip.style.top = `${at.bottom - box.top + 4}px`;
   };
   /** @param {any} e */
   const hideTip = (e) => {
