@@ -99,13 +99,6 @@ class RunView(Reader):
         return f"<nbviz run {self.name!r} at {self.run_dir}>"
 
 
-def _top(top_ids: Any) -> Any:
-    """The top-k ids as an array (an empty one for none)."""
-    import numpy as np
-
-    return np.zeros(0, dtype=np.int64) if top_ids is None else rec.to_numpy(top_ids, "top_ids")
-
-
 def open_run(path: str | Path) -> RunView:
     """Open a run read-only; it follows a run that another process is writing."""
     return RunView(path)
@@ -412,7 +405,7 @@ class Run(RunView):
         if decode is not None and (self._dist is None or self._dist.writes):
             texts = {str(k): v for k, v in self.token_texts().items()}
             n = len(texts)
-            texts.update(token_texts(decode, rec.to_numpy(targets, "tokens"), _top(top_ids)))
+            texts.update(token_texts(decode, targets, top_ids))
             if len(texts) != n or not n:
                 self._writer.set_meta("token_texts", texts)
 

@@ -75,11 +75,13 @@ def decoder(tokens: Any, what: str) -> Callable[[int], str] | None:
     )
 
 
-def token_texts(decode: Callable[[int], str] | None, *arrays: np.ndarray) -> dict[str, str]:
-    """The text of every non-negative id in ``arrays`` (JSON keys: the ids as strings)."""
+def token_texts(decode: Callable[[int], str] | None, *arrays: Any) -> dict[str, str]:
+    """The text of every non-negative id in ``arrays`` (None: none there), as JSON keys:
+    the ids as strings."""
     if decode is None:
         return {}
-    seen = np.unique(np.concatenate([np.asarray(a, dtype=np.int64).ravel() for a in arrays]))
+    parts = [rec.to_numpy(a, "tokens").astype(np.int64).ravel() for a in arrays if a is not None]
+    seen = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
     return {str(int(i)): decode(int(i)) for i in seen if i >= 0}
 
 
