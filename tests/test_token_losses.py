@@ -238,3 +238,15 @@ def test_batches_of_different_lengths_are_padded_to_the_longest(tmp_path: Path) 
             expected = F.cross_entropy(model(short).transpose(1, 2), short, reduction="none")
         got = frame[(frame["id"] == 1) & ~frame["padding"]]["loss"].to_numpy()
         np.testing.assert_allclose(got, expected[1].numpy(), rtol=1e-6)
+
+
+def test_a_mask_of_another_shape_and_mixed_batches_are_refused(tmp_path: Path) -> None:
+    model = TinyLM()
+    x = torch.randint(0, 9, (2, 4))
+    with nbviz.Run(tmp_path / "r") as run:
+        bad_mask = {"input": x, "target": x, "mask": torch.ones(2, 3, dtype=torch.bool)}
+        with pytest.raises(ValueError, match=r"mask has shape \(2, 3\); expected \(2, 4\)"):
+            run.evaluate(0, model, [bad_mask])
+        mixed = [(x, x), (x, x[:, 0])]  # the second batch's targets: one class per sample
+        with pytest.raises(ValueError, match="a language model's, and others did not"):
+            run.evaluate(0, model, mixed, loss_fn=lambda o, t: o.float().mean(-1).mean(-1))

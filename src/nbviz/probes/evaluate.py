@@ -9,11 +9,7 @@ for colouring) beside ``target``/``targets``. A model whose outputs are ``(N, cl
 logits and whose targets are class indices is still a classifier, with ``loss_fn``'s loss.
 
 A language model is recognised by its shapes: ``(N, T, V)`` outputs against ``(N, T)``
-integer targets. Each position's cross-entropy (or ``loss_fn``'s, where it gives one
-per position) and the model's top-k tokens there are computed on the device, batch by
-batch, and copied to the host for the first samples only (:class:`TokenArrays`); a
-sample's loss is the mean over its positions that count (not padding: a target equal to
-``ignore_index``, or a dict batch's ``mask``/``loss_mask`` False there).
+integer targets, and evaluated token by token (:mod:`nbviz.probes.token_evaluation`).
 """
 
 from __future__ import annotations
@@ -29,6 +25,13 @@ from torch import nn
 from nbviz import records as rec
 from nbviz.probes.outputs import find_tensor
 from nbviz.probes.select import named_modules, unit_dim
+from nbviz.probes.token_evaluation import (
+    TokenArrays,
+    TokenBatches,
+    batch_mask,
+    token_shapes,
+    token_targets,
+)
 
 _INPUT_KEYS = ("input", "inputs", "x", "image", "images", "data", "pixel_values")
 _LABEL_KEYS = ("label", "labels", "y", "target", "targets")
@@ -42,19 +45,6 @@ NOT_A_CLASSIFIER = (
     "(e.g. loss_fn=nn.MSELoss(reduction='none'))"
 )
 _CLASS_KEYS = ("label", "labels")
-_MASK_KEYS = ("loss_mask", "mask")
-
-
-@dataclass
-class TokenArrays:
-    """A language model's per-token results for the first samples of a pass (see
-    :func:`nbviz.recording.tokens.token_rows` for what each holds)."""
-
-    losses: np.ndarray  # float32 [n, T]
-    targets: np.ndarray  # int64 [n, T]
-    counted: np.ndarray  # bool [n, T]
-    top_ids: np.ndarray  # int64 [n, T, k]
-    top_probs: np.ndarray  # float32 [n, T, k]
 
 
 @dataclass
@@ -209,8 +199,7 @@ def run_evaluation(
 
         handles.append(units[1].register_forward_hook(take_output))
     acc = _Batches(max_samples)
-    acc.top_k = top_k
-    acc.ignore_index = int(getattr(loss_fn, "ignore_index", ignore_index))
+    acc.tokens = TokenBatches(top_k, int(getattr(loss_fn, "ignore_index", ignore_index)))
     try:
         model.eval()
         with torch.no_grad():
@@ -225,7 +214,12 @@ def run_evaluation(
         model.train(was_training)
     if not acc.rows:
         raise ValueError("evaluate: the loader yielded no samples (no batches, or only empty ones)")
-    if acc.token_losses:
+    if acc.tokens.batches:
+        if acc.logits or acc.losses:
+            raise ValueError(
+                "evaluate: some batches gave (samples, tokens, vocabulary) outputs against "
+                "(samples, tokens) targets, a language model's, and others did not"
+            )
         result = acc.by_token()
     else:
         result = acc.classifier() if loss_fn is None else acc.by_loss()
@@ -262,14 +256,7 @@ class _Batches:
         self.targets_are_inputs: bool | None = None
         self.keeping = {"outputs": True, "targets": True}
         self.kept = {"outputs": 0, "targets": 0}
-        self.top_k = 5
-        self.ignore_index = -100
-        self.token_losses: list[np.ndarray] = []  # per sample, every batch
-        self.token_parts: list[tuple[np.ndarray, ...]] = []  # per token, the first samples
-        self.token_values = 0
-        self.token_full = False
-        self.token_sum = 0.0
-        self.token_count = 0
+        self.tokens = TokenBatches()
 
     def _keep_values(self, name: str, arr: Any, rows: int) -> None:
         """Keep a batch's outputs (or targets) while they are small enough to show: those of
@@ -310,12 +297,12 @@ class _Batches:
         self, model: nn.Module, device: torch.device, number: int, batch: Any
     ) -> None:
         x, y, i = _split_batch(batch)
-        if _token_targets(y):
+        if token_targets(y):
             if not len(y):
                 return
             logit = _model_output(model, x, device)
-            if _token_shapes(logit, y):
-                self.token_batch(logit, _to_device(y, device), None, _mask(batch, device))
+            if token_shapes(logit, y):
+                self.tokens.add(logit, _to_device(y, device), None, batch_mask(batch, device))
                 self._keep(number, logit.shape[0], x, i)
                 return
             y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
@@ -348,9 +335,9 @@ class _Batches:
         rows = out.shape[0] if out.ndim else 1
         target = _to_device(x if y is None else y, device)
         per = loss_fn(out, target)
-        if _token_shapes(out, target):  # a language model: its loss position by position
+        if token_shapes(out, target):  # a language model: its loss position by position
             given = per if isinstance(per, torch.Tensor) and per.shape == target.shape else None
-            self.token_batch(out, target, given, _mask(batch, device))
+            self.tokens.add(out, target, given, batch_mask(batch, device))
             self._keep(number, rows, x, i)
             return
         if not isinstance(per, torch.Tensor | np.ndarray):
@@ -374,99 +361,11 @@ class _Batches:
             self.labels.append(rec.to_numpy(labels, "evaluate: labels").reshape(-1))
         self._keep(number, rows, x, i)
 
-    def token_batch(
-        self,
-        logits: torch.Tensor,
-        targets: torch.Tensor,
-        per: torch.Tensor | None,
-        mask: torch.Tensor | None,
-    ) -> None:
-        """A language model's batch: each position's loss and top-k tokens, computed on the
-        device; per-token arrays copied to the host while the first samples' fit."""
-        import torch.nn.functional as F
-
-        from nbviz.recording.tokens import MAX_TOKEN_VALUES
-
-        targets = targets.long()
-        counted = targets != self.ignore_index
-        if mask is not None:
-            counted &= mask.to(torch.bool)
-        if per is None:
-            safe = torch.where(counted, targets, torch.full_like(targets, -100))
-            per = F.cross_entropy(logits.transpose(1, 2), safe, reduction="none", ignore_index=-100)
-        per = per.detach().float()
-        n_counted = counted.sum(1)
-        total = torch.where(counted, per, torch.zeros_like(per)).sum(1, dtype=torch.float64)
-        mean = (total / n_counted.clamp(min=1)).where(n_counted > 0, torch.nan)
-        self.token_losses.append(mean.cpu().numpy())
-        self.token_sum += float(total.sum())
-        self.token_count += int(n_counted.sum())
-        rows, t = targets.shape
-        k = min(int(self.top_k), logits.shape[-1])
-        if self.token_full:
-            return
-        per_sample = t * (1 + k)
-        room = (MAX_TOKEN_VALUES - self.token_values) // per_sample
-        take = min(rows, room if self.token_parts else max(1, room))
-        if take < rows:  # the first samples only: none after this batch
-            self.token_full = True
-        if take > 0:
-            self._keep_tokens(logits[:take], targets[:take], per[:take], counted[:take], k)
-            self.token_values += take * per_sample
-
-    def _keep_tokens(
-        self,
-        logits: torch.Tensor,
-        targets: torch.Tensor,
-        per: torch.Tensor,
-        counted: torch.Tensor,
-        k: int,
-    ) -> None:
-        top = logits.detach().topk(k, dim=-1) if k else None
-        if top is not None:
-            norm = logits.detach().float().logsumexp(-1, keepdim=True)
-            probs = (top.values.float() - norm).exp()
-            ids = top.indices
-        else:
-            probs = logits.new_zeros((*targets.shape, 0), dtype=torch.float32)
-            ids = targets.new_zeros((*targets.shape, 0))
-        self.token_parts.append(
-            (
-                torch.where(counted, per, torch.zeros_like(per)).cpu().numpy(),
-                targets.cpu().numpy(),
-                counted.cpu().numpy(),
-                ids.cpu().numpy(),
-                probs.cpu().numpy(),
-            )
-        )
-
     def by_token(self) -> Evaluation:
         """A language model's pass: each sample's mean token loss, and the first samples'
-        per-token arrays (batches of other lengths padded to the longest)."""
-        losses = np.concatenate(self.token_losses)
-        parts = self.token_parts
-        t = max(p[0].shape[1] for p in parts)
-        k = parts[0][3].shape[2]
-
-        def joined(j: int, fill: Any, dtype: Any) -> np.ndarray:
-            out = []
-            for p in parts:
-                a = p[j]
-                if a.shape[1] < t:
-                    pad = np.full((a.shape[0], t - a.shape[1], *a.shape[2:]), fill, dtype=a.dtype)
-                    a = np.concatenate([a, pad], axis=1)
-                out.append(a)
-            return np.concatenate(out).astype(dtype, copy=False)
-
-        tokens = TokenArrays(
-            losses=joined(0, 0.0, np.float32),
-            targets=joined(1, self.ignore_index, np.int64),
-            counted=joined(2, False, bool),
-            top_ids=joined(3, 0, np.int64).reshape(-1, t, k),
-            top_probs=joined(4, 0.0, np.float32).reshape(-1, t, k),
-        )
-        mean = self.token_sum / self.token_count if self.token_count else float("nan")
-        return self._result(logits=None, labels=None, losses=losses, tokens=tokens, token_loss=mean)
+        per-token arrays."""
+        losses, arrays, mean = self.tokens.result()
+        return self._result(logits=None, labels=None, losses=losses, tokens=arrays, token_loss=mean)
 
     def classifier(self) -> Evaluation:
         """A classifier's pass: logits, labels, cross-entropy per sample."""
@@ -531,43 +430,6 @@ def _rows(parts: list[torch.Tensor]) -> np.ndarray | None:
     if not parts or any(p.shape[1:] != parts[0].shape[1:] for p in parts):
         return None
     return torch.cat(parts).numpy()
-
-
-def _token_targets(y: Any) -> bool:
-    """Whether ``y`` is ``(N, T)`` integer token ids."""
-    return isinstance(y, torch.Tensor | np.ndarray) and y.ndim == 2 and y.dtype in _INT_TYPES
-
-
-def _token_shapes(out: torch.Tensor, target: Any) -> bool:
-    """Whether ``(N, T, V)`` outputs against ``(N, T)`` integer targets: a language model's."""
-    return (
-        out.ndim == 3
-        and out.is_floating_point()
-        and _token_targets(target)
-        and tuple(out.shape[:2]) == tuple(target.shape)
-    )
-
-
-def _mask(batch: Any, device: torch.device) -> torch.Tensor | None:
-    """A dict batch's ``loss_mask`` (or ``mask``): True where a position counts."""
-    if not isinstance(batch, Mapping):
-        return None
-    m = next((batch[k] for k in _MASK_KEYS if k in batch), None)
-    return None if m is None else _to_device(m, device)
-
-
-_INT_TYPES = (
-    torch.int64,
-    torch.int32,
-    torch.int16,
-    torch.int8,
-    torch.uint8,
-    np.dtype("int64"),
-    np.dtype("int32"),
-    np.dtype("int16"),
-    np.dtype("int8"),
-    np.dtype("uint8"),
-)
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray | None:
