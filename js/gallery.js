@@ -5,9 +5,13 @@
 // Clicking a card sets `detail_id`; Python answers with `detail` and the panel
 // above the cards shows the sample at full size, its top-k class probabilities,
 // its recorded unit summary and its captured activations (lib/gallery/detail.js).
+// A language model's samples are their tokens coloured by their loss, with the
+// scale's legend above the cards; hovering a token shows its loss and the model's
+// top predictions there (lib/gallery/tokens.js).
 import { el, on, select } from "./lib/dom.js";
 import { detailSections } from "./lib/gallery/detail.js";
 import { sampleCard } from "./lib/gallery/sample.js";
+import { describeToken, tokenLegend } from "./lib/gallery/tokens.js";
 import { ObjectUrls } from "./lib/images.js";
 import { listen, save } from "./lib/model.js";
 import { splitMenu } from "./lib/splits.js";
@@ -48,7 +52,9 @@ function render({ model, el: root }) {
   const note = el("div", { class: "nbviz-notice nbviz-gallery-note" });
   const detailBox = el("div", { class: "nbviz-gallery-detail", style: { display: "none" } });
   const grid = el("div", { class: "nbviz-gallery-grid" });
-  const body = el("div", {}, [toolbar, note, detailBox, grid]);
+  const legend = el("div", { class: "nbviz-gallery-token-legend", style: { display: "none" } });
+  const tip = el("div", { class: "nbviz-token-tip", attrs: { role: "tooltip" }, style: { display: "none" } });
+  const body = el("div", { class: "nbviz-gallery-body" }, [toolbar, note, legend, detailBox, grid, tip]);
   const cardUrls = new ObjectUrls();
   const detailUrls = new ObjectUrls();
 
@@ -87,9 +93,39 @@ function render({ model, el: root }) {
     note.textContent = model.get("note") || "";
     note.style.display = note.textContent ? "" : "none";
     const open = (model.get("detail") || {}).id;
+    const scale = model.get("token_scale") || {};
+    const tokens = (model.get("items") || []).some((/** @type {any} */ item) => item.tokens);
+    legend.style.display = tokens && scale.hi !== undefined ? "" : "none";
+    legend.replaceChildren(...(tokens && scale.hi !== undefined ? [tokenLegend(scale)] : []));
+    tip.style.display = "none";
     grid.replaceChildren(...(model.get("items") || []).map((/** @type {any} */ item) => sampleCard(item, open === item.id, cardUrls)));
     drawDetail();
   });
+
+  // a token's loss and top predictions, on hover (cards and detail alike)
+  /** @param {any} e */
+  const showTip = (e) => {
+    const span = e.target && e.target.closest ? e.target.closest(".nbviz-token") : null;
+    if (!span || !span.hasAttribute("data-position")) return;
+    const card = span.closest(".nbviz-gallery-card");
+    const id = card ? Number(card.getAttribute("data-id")) : null;
+    const payload = card
+      ? ((model.get("items") || []).find((/** @type {any} */ item) => item.id === id) || {}).tokens
+      : (model.get("detail") || {}).tokens;
+    if (!payload || !describeToken(tip, payload, Number(span.getAttribute("data-position")))) return;
+    const box = body.getBoundingClientRect();
+    const at = span.getBoundingClientRect();
+    tip.style.display = "";
+    // below the token, kept inside the view (a narrow gallery would clip it)
+    const room = box.width - tip.getBoundingClientRect().width;
+    tip.style.left = `${Math.max(0, Math.min(at.left - box.left, room))}px`;
+    tip.style.top = `${at.bottom - box.top + 4}px`;
+  };
+  /** @param {any} e */
+  const hideTip = (e) => {
+    const span = e.target && e.target.closest ? e.target.closest(".nbviz-token") : null;
+    if (span) tip.style.display = "none";
+  };
 
   /** @param {any} e */
   const cardOf = (e) => (e.target && e.target.closest ? e.target.closest(".nbviz-gallery-card") : null);
@@ -112,6 +148,10 @@ function render({ model, el: root }) {
       e.preventDefault();
       openCard(node);
     }),
+    on(grid, "mouseover", showTip),
+    on(grid, "mouseout", hideTip),
+    on(detailBox, "mouseover", showTip),
+    on(detailBox, "mouseout", hideTip),
     on(sortSelect, "change", () => save(model, { sort_by: sortSelect.value })),
     on(direction, "click", () => save(model, { descending: !model.get("descending") })),
     on(prev, "click", () => save(model, { page: Math.max(0, (model.get("page") || 0) - 1) })),
@@ -120,7 +160,7 @@ function render({ model, el: root }) {
     listen(model, ["split", "splits"], splits.draw),
     listen(
       model,
-      ["items", "ids", "page", "n_pages", "sort_by", "sort_choices", "descending", "eval_step", "note", "prompt", "detail", "empty", "error"],
+      ["items", "ids", "page", "n_pages", "sort_by", "sort_choices", "descending", "eval_step", "token_scale", "note", "prompt", "detail", "empty", "error"],
       schedule,
     ),
   ];

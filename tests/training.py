@@ -184,3 +184,52 @@ def language_model_run(
             opt.step()
             run.log(step, train_loss=loss)
     return Path(path)
+
+
+def token_loss_run(path: Path, steps: int = 20, top_k: int = 4) -> tuple[Path, dict]:
+    """A small GPT-style model trained on synthetic text, then evaluated token by token
+    (``run.evaluate`` on its ``(N, T, vocab)`` logits) with padded targets and a vocabulary.
+
+    The evaluation at the last step has 12 samples of 9 positions; sample 1 ends in
+    three ignored targets (-100), sample 4 in six padding tokens (``w0``, masked out by
+    the batch's ``mask``). Returns the run directory (closed) and what a test checks
+    against: the model's logits, the targets and the padding of the evaluation.
+    """
+    from reference_models import GPT, GPTConfig, next_token_loss, token_batch
+
+    config = GPTConfig(vocab=24, context=10, width=32, heads=4, blocks=2)
+    torch.manual_seed(0)
+    model = GPT(config)
+    gen = torch.Generator().manual_seed(1)
+    words = [f"w{i}" for i in range(config.vocab)]
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    ids = token_batch(torch.Generator().manual_seed(5), 12, 10, config.vocab)
+    inputs, targets = ids[:, :-1], ids[:, 1:].clone()
+    targets[1, 6:] = -100
+    targets[4, 3:] = 0
+    mask = torch.ones_like(targets, dtype=torch.bool)
+    mask[4, 3:] = False
+    loader = [
+        {"input": inputs[a:b], "target": targets[a:b], "mask": mask[a:b]}
+        for a, b in ((0, 8), (8, 12))
+    ]
+    with nbviz.Run(path) as run:
+        for step in range(steps):
+            batch = token_batch(gen, 16, config.context + 1, config.vocab)
+            loss = next_token_loss(model(batch[:, :-1]), batch[:, 1:])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            run.log(step, train_loss=loss)
+        run.evaluate(steps - 1, model, loader, tokens=words, top_k=top_k)
+        model.eval()
+        with torch.no_grad():
+            logits = model(inputs)
+    padding = (targets == -100) | ~mask
+    return Path(path), {
+        "logits": logits,
+        "targets": targets,
+        "padding": padding,
+        "words": words,
+        "step": steps - 1,
+    }

@@ -357,6 +357,58 @@ class Run(RunView):
         self._writer.insert("predictions", preds)
         self._writer.insert("outputs", outs)
 
+    def log_token_losses(
+        self,
+        step: int,
+        losses: Any,
+        targets: Any,
+        ids: Any = None,
+        split: str = "val",
+        *,
+        mask: Any = None,
+        ignore_index: int = -100,
+        top_ids: Any = None,
+        top_probs: Any = None,
+        tokens: Any = None,
+        overwrite: bool = False,
+    ) -> None:
+        """Record a language model's evaluation at ``step``, token by token.
+
+        ``losses``: ``(N, T)``, the loss at each position (``reduction='none'``);
+        ``targets``: ``(N, T)`` target token ids. A position counts unless its target
+        is ``ignore_index`` or ``mask`` ``(N, T)`` is False there (padding); each
+        sample's loss is the mean over the positions that count. ``top_ids`` and
+        ``top_probs``: ``(N, T, k)``, the model's most likely tokens at each position
+        and their probabilities. ``tokens`` decodes ids into text: a vocabulary (a
+        list of strings, index = id), a tokenizer, or a function id -> text. The
+        arrays are kept for the first samples (:mod:`nbviz.recording.tokens`); read
+        them with :meth:`token_losses`. ``ids`` and ``overwrite`` as in
+        :meth:`log_predictions`.
+        """
+        from nbviz.recording.tokens import decoder, token_rows, token_texts
+
+        decode = decoder(tokens, "log_token_losses")
+        preds, outs, _ = token_rows(
+            step,
+            losses,
+            targets,
+            ids,
+            split,
+            mask=mask,
+            ignore_index=ignore_index,
+            top_ids=top_ids,
+            top_probs=top_probs,
+        )
+        tables.replace_evaluation(self, "log_token_losses", preds[0][1], preds[0][0], overwrite)
+        self._writer.insert("predictions", preds)
+        self._writer.insert("outputs", outs)
+        if decode is not None and (self._dist is None or self._dist.writes):
+            texts = {str(k): v for k, v in self.token_texts().items()}
+            n = len(texts)
+            texts.update(token_texts(decode, targets, top_ids))
+            if len(texts) != n or not n:
+                self._writer.set_meta("token_texts", texts)
+
     def log_embeddings(
         self,
         step: int,
@@ -410,6 +462,9 @@ class Run(RunView):
         log_scalars: bool = True,
         capture_ids: Sequence[int] = (),
         loss_fn: Any = None,
+        tokens: Any = None,
+        top_k: int = 5,
+        ignore_index: int = -100,
     ) -> dict[str, float]:
         """One pass over ``loader``: predictions, per-sample losses, embeddings, samples.
 
@@ -430,6 +485,16 @@ class Run(RunView):
         targets where small enough to show (:meth:`log_outputs`) and embeddings; logs
         ``{split}_loss``. A classifier's ``(N, classes)`` outputs with class targets
         stay a classifier's predictions, with ``loss_fn``'s loss.
+
+        A language model, whose outputs are ``(N, T, vocabulary)`` scores and whose
+        targets are ``(N, T)`` token ids, is recognised as one and recorded token by
+        token (:meth:`log_token_losses`, read back with :meth:`token_losses`): the
+        cross-entropy at each position (or ``loss_fn``'s, if it gives one per token)
+        and the ``top_k`` most likely tokens there. Positions whose target is
+        ``ignore_index`` (or ``loss_fn.ignore_index``), or where a dict batch's
+        ``mask`` is False, are padding: left out of each sample's loss, its mean over
+        the other positions. ``tokens`` decodes ids into text for the views: a
+        vocabulary (a list of strings), a tokenizer, or a function id -> text.
         """
         return evaluate_into(
             self,
@@ -444,6 +509,9 @@ class Run(RunView):
             log_scalars=log_scalars,
             capture_ids=capture_ids,
             loss_fn=loss_fn,
+            tokens=tokens,
+            top_k=top_k,
+            ignore_index=ignore_index,
         )
 
     def capture(

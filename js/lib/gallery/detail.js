@@ -1,7 +1,9 @@
 // The detail of one sample in a SampleGallery: the sample at full size, its
 // true and predicted class, its top-k class probabilities, its recorded unit
 // summary, and its captured activations layer by layer (unit means, and for
-// convolutions the feature maps channel by channel). Texts from data stay text.
+// convolutions the feature maps channel by channel); for a language model, every
+// token coloured by its loss, and a click on one pins its loss and the model's top
+// predictions there. Texts from data stay text.
 import { el } from "../dom.js";
 import { formatNumber } from "../format.js";
 import { featureMaps } from "../images.js";
@@ -9,6 +11,7 @@ import { drawSignedBars } from "../sparkline.js";
 import { sortableTable } from "../table.js";
 import { decodeArray } from "../wire.js";
 import { line, sampleContent, stored, withOutputs } from "./sample.js";
+import { describeToken, tokenLegend, tokenStrip } from "./tokens.js";
 
 /**
  * The rows of the top-k table: class name, probability as text, bar width in %.
@@ -118,6 +121,26 @@ function layerBox(layer) {
 }
 
 /**
+ * A language model's sample in the detail: the legend, every token coloured by its loss,
+ * and the token clicked (its loss and the model's top predictions there).
+ * @param {any} tokens  the detail's `tokens` payload
+ * @returns {HTMLElement}
+ */
+export function tokenBox(tokens) {
+  const strip = tokenStrip(tokens, { cls: "nbviz-gallery-detail-tokens" });
+  const pinned = el("div", { class: "nbviz-token-info nbviz-muted", text: "click a token for its loss and the model's top predictions" });
+  strip.addEventListener("click", (/** @type {any} */ e) => {
+    const span = e.target && e.target.closest ? e.target.closest(".nbviz-token") : null;
+    if (!span) return;
+    for (const other of strip.querySelectorAll(".nbviz-token-pinned")) other.classList.remove("nbviz-token-pinned");
+    span.classList.add("nbviz-token-pinned");
+    pinned.classList.remove("nbviz-muted");
+    describeToken(pinned, tokens, Number(span.getAttribute("data-position")));
+  });
+  return el("div", { class: "nbviz-gallery-token-box" }, [tokenLegend(tokens.scale || {}), strip, pinned]);
+}
+
+/**
  * The sections of a sample's detail panel.
  * @param {any} d  the `detail` trait (with an id)
  * @param {import("../images.js").ObjectUrls} urls  where the image's URL is kept
@@ -136,7 +159,11 @@ export function detailSections(d, urls, onClose) {
   if (d.missing) info.append(el("div", { class: "nbviz-muted", text: d.missing }));
   const sample = sampleContent(d, urls, { image: "nbviz-gallery-big", text: "nbviz-gallery-text nbviz-gallery-detail-text" });
   // a model that is not a classifier: what it gave beside the sample, no class probabilities
-  const head = d.outputs ? [...withOutputs(d, sample, urls, "nbviz-gallery-big"), info] : [sample, info, topKBox(d)];
+  const head = d.tokens
+    ? [tokenBox(d.tokens), info]
+    : d.outputs
+      ? [...withOutputs(d, sample, urls, "nbviz-gallery-big"), info]
+      : [sample, info, topKBox(d)];
   const sections = [
     el("div", { class: "nbviz-gallery-detail-bar" }, [el("span", { class: "nbviz-lb-chart-title", text: `sample #${d.id}` }), close]),
     el("div", { class: "nbviz-gallery-detail-head" }, head),

@@ -3,9 +3,12 @@
 // the confidence and the loss, and a "label value" line. For a model that is not
 // a classifier, what it gave beside the sample (`outputs` panels: a reconstruction
 // beside its input, a predicted mask beside the true one, a regression's values
-// beside the target) and the loss. Every text from data goes in with textContent.
+// beside the target) and the loss; for a language model, its tokens coloured by
+// their loss (lib/gallery/tokens.js). Every text from data goes in with textContent.
 import { el } from "../dom.js";
 import { formatNumber } from "../format.js";
+import { nonfiniteText } from "../nonfinite.js";
+import { tokenStrip } from "./tokens.js";
 
 /**
  * A recorded number as text; "-" where none was recorded (predicted classes logged
@@ -98,7 +101,9 @@ export function withOutputs(item, sample, urls, imageClass) {
 export function sampleCard(item, open, urls) {
   const classes = item.pred !== undefined;
   const wrong = item.evaluated && classes && item.label !== undefined && item.pred !== item.label;
-  const sample = sampleContent(item, urls, { image: "nbviz-gallery-thumb", text: "nbviz-gallery-text" });
+  const sample = item.tokens
+    ? tokenStrip(item.tokens, { cls: "nbviz-gallery-text" })
+    : sampleContent(item, urls, { image: "nbviz-gallery-thumb", text: "nbviz-gallery-text" });
   const node = el(
     "div",
     {
@@ -113,6 +118,8 @@ export function sampleCard(item, open, urls) {
   if (item.label !== undefined) node.append(line("true", item.label_name ?? String(item.label)));
   if (item.evaluated && !classes) {
     node.append(el("div", { class: "nbviz-gallery-num nbviz-gallery-loss", text: `loss ${formatNumber(item.loss)}` }));
+    const n = item.tokens ? Number(item.tokens.nonfinite) || 0 : 0;
+    if (n > 0) node.append(el("div", { class: "nbviz-nonfinite nbviz-gallery-token-nonfinite", text: `${nonfiniteText(n)} token loss${n === 1 ? "" : "es"}` }));
   } else if (item.evaluated) {
     node.append(
       line("pred", item.pred_name ?? String(item.pred), item.pred === -1 ? "nbviz-nonfinite" : wrong ? "nbviz-gallery-pred-wrong" : ""),

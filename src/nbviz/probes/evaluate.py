@@ -7,6 +7,9 @@ second item, or for a batch of inputs alone (a tensor, or a 1-tuple) the inputs
 themselves: an autoencoder. A dict batch may hold ``label``/``labels`` (classes, kept
 for colouring) beside ``target``/``targets``. A model whose outputs are ``(N, classes)``
 logits and whose targets are class indices is still a classifier, with ``loss_fn``'s loss.
+
+A language model is recognised by its shapes: ``(N, T, V)`` outputs against ``(N, T)``
+integer targets, and evaluated token by token (:mod:`nbviz.probes.token_evaluation`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,13 @@ from torch import nn
 from nbviz import records as rec
 from nbviz.probes.outputs import find_tensor
 from nbviz.probes.select import named_modules, unit_dim
+from nbviz.probes.token_evaluation import (
+    TokenArrays,
+    TokenBatches,
+    batch_mask,
+    token_shapes,
+    token_targets,
+)
 
 _INPUT_KEYS = ("input", "inputs", "x", "image", "images", "data", "pixel_values")
 _LABEL_KEYS = ("label", "labels", "y", "target", "targets")
@@ -54,6 +64,8 @@ class Evaluation:
     outputs: np.ndarray | None = None
     targets: np.ndarray | None = None
     targets_are_inputs: bool = False
+    tokens: TokenArrays | None = None
+    token_loss: float | None = None  # the mean loss over every position that counts
 
 
 def _resolve_layer(model: nn.Module, layer: str | nn.Module, what: str) -> tuple[str, nn.Module]:
@@ -157,6 +169,9 @@ def run_evaluation(
     units_layer: str | nn.Module | None,
     max_samples: int,
     loss_fn: Callable[[Any, Any], Any] | None = None,
+    *,
+    top_k: int = 5,
+    ignore_index: int = -100,
 ) -> Evaluation:
     was_training = model.training
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -184,6 +199,7 @@ def run_evaluation(
 
         handles.append(units[1].register_forward_hook(take_output))
     acc = _Batches(max_samples)
+    acc.tokens = TokenBatches(top_k, int(getattr(loss_fn, "ignore_index", ignore_index)))
     try:
         model.eval()
         with torch.no_grad():
@@ -198,10 +214,18 @@ def run_evaluation(
         model.train(was_training)
     if not acc.rows:
         raise ValueError("evaluate: the loader yielded no samples (no batches, or only empty ones)")
-    result = acc.classifier() if loss_fn is None else acc.by_loss()
-    result.embeddings = torch.cat(captured["embed"]).numpy() if captured["embed"] else None
+    if acc.tokens.batches:
+        if acc.logits or acc.losses:
+            raise ValueError(
+                "evaluate: some batches gave (samples, tokens, vocabulary) outputs against "
+                "(samples, tokens) targets, a language model's, and others did not"
+            )
+        result = acc.by_token()
+    else:
+        result = acc.classifier() if loss_fn is None else acc.by_loss()
+    result.embeddings = _rows(captured["embed"])
     result.embed_name = embed[0] if embed is not None else None
-    result.units = torch.cat(captured["units"]).numpy() if captured["units"] else None
+    result.units = _rows(captured["units"])
     result.units_name = units[0] if units is not None else None
     return result
 
@@ -232,6 +256,7 @@ class _Batches:
         self.targets_are_inputs: bool | None = None
         self.keeping = {"outputs": True, "targets": True}
         self.kept = {"outputs": 0, "targets": 0}
+        self.tokens = TokenBatches()
 
     def _keep_values(self, name: str, arr: Any, rows: int) -> None:
         """Keep a batch's outputs (or targets) while they are small enough to show: those of
@@ -272,10 +297,20 @@ class _Batches:
         self, model: nn.Module, device: torch.device, number: int, batch: Any
     ) -> None:
         x, y, i = _split_batch(batch)
-        y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
-        if not len(y_arr):
-            return  # an empty batch: nothing to evaluate
-        logit = _model_output(model, x, device)
+        if token_targets(y):
+            if not len(y):
+                return
+            logit = _model_output(model, x, device)
+            if token_shapes(logit, y):
+                self.tokens.add(logit, _to_device(y, device), None, batch_mask(batch, device))
+                self._keep(number, logit.shape[0], x, i)
+                return
+            y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
+        else:
+            y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
+            if not len(y_arr):
+                return  # an empty batch: nothing to evaluate
+            logit = _model_output(model, x, device)
         rows = logit.shape[0] if logit.ndim else 1
         if len(y_arr) != rows:
             raise ValueError(
@@ -300,6 +335,11 @@ class _Batches:
         rows = out.shape[0] if out.ndim else 1
         target = _to_device(x if y is None else y, device)
         per = loss_fn(out, target)
+        if token_shapes(out, target):  # a language model: its loss position by position
+            given = per if isinstance(per, torch.Tensor) and per.shape == target.shape else None
+            self.tokens.add(out, target, given, batch_mask(batch, device))
+            self._keep(number, rows, x, i)
+            return
         if not isinstance(per, torch.Tensor | np.ndarray):
             raise TypeError(
                 f"evaluate: loss_fn returned {type(per).__name__}; it must return a tensor "
@@ -320,6 +360,12 @@ class _Batches:
         if labels is not None:
             self.labels.append(rec.to_numpy(labels, "evaluate: labels").reshape(-1))
         self._keep(number, rows, x, i)
+
+    def by_token(self) -> Evaluation:
+        """A language model's pass: each sample's mean token loss, and the first samples'
+        per-token arrays."""
+        losses, arrays, mean = self.tokens.result()
+        return self._result(logits=None, labels=None, losses=losses, tokens=arrays, token_loss=mean)
 
     def classifier(self) -> Evaluation:
         """A classifier's pass: logits, labels, cross-entropy per sample."""
@@ -365,7 +411,8 @@ class _Batches:
         )
 
     def _result(self, **fields: Any) -> Evaluation:
-        inputs = np.concatenate(self.inputs) if self.inputs and self.inputs[0].ndim >= 2 else None
+        # inputs of different sizes from batch to batch (sequences) are not kept as samples
+        inputs = _joined(self.inputs) if self.inputs and self.inputs[0].ndim >= 2 else None
         return Evaluation(
             ids=np.concatenate(self.ids) if self.ids else None,
             embeddings=None,
@@ -375,6 +422,14 @@ class _Batches:
             inputs=inputs,
             **fields,
         )
+
+
+def _rows(parts: list[torch.Tensor]) -> np.ndarray | None:
+    """Per-sample rows of every batch as one array (None for none, or for rows whose
+    width changes from batch to batch, as a sequence's flattened features do)."""
+    if not parts or any(p.shape[1:] != parts[0].shape[1:] for p in parts):
+        return None
+    return torch.cat(parts).numpy()
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray | None:

@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # torch is imported where a model is run
 
 __all__ = ["evaluate_into"]
 
+# the per-token arrays carry which positions count in their mask: no target is ignored
+_IGNORED = -(2**62)
+
 
 def evaluate_into(
     run: Any,
@@ -41,6 +44,9 @@ def evaluate_into(
     log_scalars: bool,
     capture_ids: Sequence[int],
     loss_fn: Any = None,
+    tokens: Any = None,
+    top_k: int = 5,
+    ignore_index: int = -100,
 ) -> dict[str, float]:
     """Evaluate ``model`` on ``loader`` into ``run``, a :class:`nbviz.Run` (see ``Run.evaluate``).
 
@@ -60,9 +66,31 @@ def evaluate_into(
             "evaluate: loss_fn under torch.distributed is not supported; evaluate on one "
             "process (e.g. rank 0 alone) with a Run(..., distributed=False)"
         )
+    from nbviz.recording.tokens import decoder
+
+    decoder(tokens, "evaluate")  # checked before the pass
+    for arg, value, low in (("top_k", top_k, 0), ("ignore_index", ignore_index, None)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise TypeError(f"evaluate: {arg} must be an int, got {value!r}")
+        if low is not None and value < low:
+            raise ValueError(f"evaluate: {arg} must be at least {low}, got {value}")
     prefix = run._layer_prefix.get(model, "")  # layers named as the model's probe names them
     embed_layer, units_layer = _own_names(model, prefix, embed_layer, units_layer)
-    result = run_evaluation(model, loader, embed_layer, units_layer, max_samples, loss_fn)
+    result = run_evaluation(
+        model,
+        loader,
+        embed_layer,
+        units_layer,
+        max_samples,
+        loss_fn,
+        top_k=int(top_k),
+        ignore_index=int(ignore_index),
+    )
+    if result.tokens is not None and run._dist is not None:
+        raise ValueError(
+            "evaluate: a language model's per-token evaluation under torch.distributed is not "
+            "supported; evaluate on one process with a Run(..., distributed=False)"
+        )
     metrics = None
     if run._dist is not None:  # every rank's samples, once, onto rank 0
         from nbviz.probes.distributed import gather_evaluation
@@ -78,9 +106,11 @@ def evaluate_into(
             return metrics
         result = gathered
     ids = result.ids if result.ids is not None else np.arange(len(result.losses))
-    _record(run, step, split, result, ids, prefix, samples, loss_fn is not None)
+    _record(run, step, split, result, ids, prefix, samples, loss_fn is not None, tokens)
     for i, sample in _captured(result, ids, capture_ids):
         run.capture(model, sample, i, split=split, step=step)
+    if metrics is None and result.token_loss is not None:  # every position that counts alike
+        metrics = {f"{split}_loss": float(result.token_loss)}
     if metrics is None:
         metrics = {f"{split}_loss": float(np.mean(result.losses))}
         if result.logits is not None:
@@ -115,11 +145,33 @@ def _record(
     prefix: str,
     samples: bool,
     custom_loss: bool,
+    tokens: Any = None,
 ) -> None:
-    """Predictions (or outputs), embeddings, unit values and (the first time for a split)
-    the samples."""
+    """Predictions (or outputs, or per-token losses), embeddings, unit values and (the
+    first time for a split) the samples."""
     # an evaluation again at the same step (a cell run again) replaces the last one whole
-    if result.logits is not None:
+    if result.tokens is not None:
+        t = result.tokens
+        run.log_token_losses(
+            step,
+            t.losses,
+            t.targets,
+            ids=ids[: len(t.losses)],
+            split=split,
+            mask=t.counted,
+            ignore_index=_IGNORED,
+            top_ids=t.top_ids,
+            top_probs=t.top_probs,
+            tokens=tokens,
+            overwrite=True,
+        )
+        if len(t.losses) < len(ids):  # the samples past those kept: their losses alone
+            rows = [
+                (split, step, int(i), None, None, float(v), None)
+                for i, v in zip(ids[len(t.losses) :], result.losses[len(t.losses) :], strict=True)
+            ]
+            run._writer.insert("predictions", rows)
+    elif result.logits is not None:
         loss = result.losses if custom_loss else None  # loss_fn's, else cross-entropy
         run.log_predictions(
             step, result.logits, result.labels, ids=ids, split=split, loss=loss, overwrite=True
@@ -147,7 +199,22 @@ def _record(
         if not len(run.sample_ids(split)):
             n = len(result.inputs)
             labels = result.labels[:n] if result.labels is not None else None
-            run.log_samples(result.inputs, labels, ids=ids[:n], split=split)
+            data = result.inputs
+            if result.tokens is not None and tokens is not None and data.ndim == 2:
+                data = _decoded(data, tokens)  # token ids read as the text they are
+            run.log_samples(data, labels, ids=ids[:n], split=split)
+
+
+def _decoded(inputs: np.ndarray, tokens: Any) -> list[str]:
+    """Each row of token ids as text: its tokens' texts joined (by spaces for a vocabulary
+    of words, as they are for tokens that carry their own spaces)."""
+    from nbviz.recording.tokens import decoder
+
+    decode = decoder(tokens, "evaluate")
+    assert decode is not None
+    rows = [[decode(int(i)) for i in row] for row in inputs.tolist()]
+    spaced = any(t[:1].isspace() or t[-1:].isspace() for row in rows for t in row)
+    return [("" if spaced else " ").join(row) for row in rows]
 
 
 def _captured(

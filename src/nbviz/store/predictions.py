@@ -99,7 +99,9 @@ class PredictionQueries(ReaderBase):
     def outputs(self, step: int, split: str = "val") -> ModelOutputs | None:
         """The outputs and targets kept at an evaluation of a model that is not a classifier,
         or None: ``(ids int64 [n], outputs [n, ...] or None, targets [n, ...] or None,
-        targets_from)``; ``targets_from`` is ``"inputs"`` for an autoencoder's targets."""
+        targets_from)``; ``targets_from`` is ``"inputs"`` for an autoencoder's targets,
+        ``"tokens"`` for a language model's per-token arrays (read them with
+        ``token_losses``)."""
         row = self._row(
             "SELECT ids, outputs, outputs_dtype, outputs_shape, targets, targets_dtype, "
             "targets_shape, targets_from FROM outputs WHERE split = ? AND step = ?",
@@ -119,5 +121,5 @@ class PredictionQueries(ReaderBase):
                     f"stored outputs of shape {list(arr.shape)} do not match {len(ids)} ids"
                 )
             arrays.append(arr)
-        source = row[7] if row[7] in ("inputs", "targets") else "targets"
+        source = row[7] if row[7] in ("inputs", "targets", "tokens") else "targets"
         return ModelOutputs(ids, arrays[0], arrays[1], str(source))

@@ -13,7 +13,8 @@ Each table's queries live in a module of their own, on the shared base of
 - :mod:`~nbviz.store.embeddings`: ``embeddings`` and ``projections``;
 - :mod:`~nbviz.store.profiles`: ``profiles``;
 - :mod:`~nbviz.store.summary_queries`: bounded reads of long runs (summaries, seeks);
-- :mod:`~nbviz.store.attention`: ``attention``.
+- :mod:`~nbviz.store.attention`: ``attention``;
+- :mod:`~nbviz.store.tokens`: a language model's per-token losses (in ``outputs``).
 
 A Reader can follow a run that another process is writing: every call is a
 fresh read transaction, so it sees the latest commit. Each thread gets its own
@@ -35,6 +36,7 @@ from nbviz.store.samples import SampleQueries
 from nbviz.store.scalar_times import ScalarTimeQueries
 from nbviz.store.scalars import ScalarQueries
 from nbviz.store.summary_queries import SeriesSummary, SummaryQueries
+from nbviz.store.tokens import TokenQueries
 
 __all__ = ["HistogramRows", "MissingStepError", "Reader", "SeriesSummary"]
 
@@ -51,6 +53,7 @@ class Reader(
     ProfileQueries,
     SummaryQueries,
     AttentionQueries,
+    TokenQueries,
 ):
     """Read-only access to one run directory: ``Reader(run_dir, must_exist=True)``.
 

@@ -36,7 +36,9 @@ Conventions the tables rely on:
   (``run.evaluate(..., loss_fn=...)``, ``run.log_outputs``): the outputs and
   targets of the samples in ``ids``, each an array of shape ``(len(ids), ...)``
   or NULL where it was not kept; ``targets_from`` is ``"inputs"`` when the
-  targets are the model's inputs (an autoencoder), else ``"targets"``. Their
+  targets are the model's inputs (an autoencoder), ``"tokens"`` for a language
+  model's per-token losses and top predictions (:mod:`nbviz.recording.tokens`),
+  else ``"targets"``. Their
   per-sample losses are in ``predictions.loss`` (``label`` and ``pred`` NULL).
 - ``captures`` hold one sample's activations, one row per layer (``position`` is
   the forward order): ``summary`` is JSON (output shape and statistics),

@@ -8,6 +8,12 @@ Only the page in view travels to the browser, so a gallery of thousands of ids
 stays light. Without logged samples the cards show ids and labels, and
 ``note`` says how to log the samples.
 
+For a language model (``run.evaluate`` on ``(N, T, vocabulary)`` outputs) a card
+shows the sample's tokens coloured by their loss, on one scale for the evaluation
+(``token_scale``, with its legend), and a token's hover shows its loss and the
+model's top predictions there; the detail shows every token, and a click pins one
+(:mod:`nbviz.widgets.token_losses`).
+
 For a model that is not a classifier (``run.evaluate(..., loss_fn=...)``) a card
 shows the loss and, beside the sample, what the model gave for it: a
 reconstruction beside its input, a predicted mask beside the true one, a
@@ -48,6 +54,7 @@ from nbviz.widgets.outputs import SampleOutputs
 from nbviz.widgets.sample_detail import ClassProbabilities, activations_of, units_of
 from nbviz.widgets.samples import label_fields, prediction_fields, sample_payload
 from nbviz.widgets.splits import check_switch, followed_split, opening_split, split_choices
+from nbviz.widgets.token_losses import DETAIL_TOKENS, TOKEN_CSS, SampleTokens
 
 __all__ = ["SampleGallery"]
 
@@ -118,6 +125,9 @@ class SampleGallery(LiveView):
     eval_step = traitlets.Int(-1, help="Evaluation the predictions come from (-1: none).").tag(
         sync=True
     )
+    token_scale = traitlets.Dict(
+        help="A language model's evaluation in view: the token colour scale {lo, hi, nonfinite}."
+    ).tag(sync=True)
     items = traitlets.List(help="The cards of the page in view.").tag(sync=True)
     note = traitlets.Unicode("", help="Why some cards lack their sample, and how to log it.").tag(
         sync=True
@@ -156,6 +166,7 @@ class SampleGallery(LiveView):
         self._frames: dict[int, pd.DataFrame] = {}
         self._probs = ClassProbabilities(run)
         self._outputs = SampleOutputs(run)
+        self._tokens = SampleTokens(run)
         self._every_sample = ids is None
         with self._building([run], live):
             self.splits = splits
@@ -182,6 +193,7 @@ class SampleGallery(LiveView):
         self._frames = {s: f for s, f in self._frames.items() if s in set(self._steps.tolist())}
         self._probs.keep(self._steps.tolist())
         self._outputs.clear()
+        self._tokens.clear()
         classes = self._run.predicts_classes(self.split)
         # without classes there is no confidence to sort by
         self.sort_choices = [s for s in SORTS if s != "confidence" or classes is not False]
@@ -327,11 +339,15 @@ class SampleGallery(LiveView):
                 p = frame.loc[i]
                 label = p["label"] if not pd.isna(p["label"]) else label
                 item.update(prediction_fields(p, self._names))
-                panels = self._outputs.panels(self.split, at, i)
+                tokens = self._tokens.payload(self.split, at, i)
+                panels = [] if tokens is not None else self._outputs.panels(self.split, at, i)
+                if tokens is not None:
+                    item["tokens"] = tokens
                 if panels:
                     item["outputs"] = panels
             item.update(label_fields(label, self._names))
             items.append(item)
+        self.token_scale = (self._tokens.scale(self.split, at) or {}) if at is not None else {}
         self.items = items
         missing = sum(1 for i in ordered if i not in stored)
         if not ordered:
@@ -375,7 +391,11 @@ class SampleGallery(LiveView):
             if "pred" in out:
                 out["top_k"], out["top_k_note"] = self._probs.top_k(at, id, self.split, self._names)
             else:  # a model that is not a classifier: what it gave instead
-                out["outputs"] = self._outputs.panels(self.split, at, id, DETAIL_VALUES)
+                tokens = self._tokens.payload(self.split, at, id, DETAIL_TOKENS)
+                if tokens is not None:  # a language model: its tokens, each with its loss
+                    out["tokens"] = tokens
+                else:
+                    out["outputs"] = self._outputs.panels(self.split, at, id, DETAIL_VALUES)
                 out["top_k"], out["top_k_note"] = [], ""
         elif at is not None:
             out["top_k"], out["top_k_note"] = [], f"Sample {id} was not evaluated at step {at}."
@@ -437,4 +457,5 @@ SampleGallery._css = view_css(
   aspect-ratio: 1; }
 .nbviz-gallery-detail .nbviz-gallery-pair .nbviz-gallery-big { width: 160px; height: 160px; }
 """
+    + TOKEN_CSS
 )

@@ -83,6 +83,8 @@ def prediction_fields(pred: pd.Series, names: Sequence[str] | None) -> dict[str,
 
 
 def _finite(value: Any) -> float | None:
+    if value is None or pd.isna(value):  # NULL (a NaN stored) reads back as NA
+        return None
     v = float(value)
     return v if np.isfinite(v) else None
 
