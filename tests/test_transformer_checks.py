@@ -4,95 +4,19 @@ where a loss spike began, each on a small GPT-style model with the fault planted
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from reference_models import GPT, GPTConfig, next_token_loss, token_batch
+from reference_models import GPT, next_token_loss, token_batch
 from torch import nn
+from transformer_faults import CONFIG, FeatureGain, ScaledBlock, gain_after_block, train_lm
 
 import nbviz
 from nbviz.analysis.checks import massive, residual
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-CONFIG = GPTConfig(vocab=64, context=16, width=64, heads=4, blocks=6)
-
-
-def blocks_and_leaves(name: str, module: nn.Module) -> bool:
-    """The default modules plus the blocks, whose outputs are the residual stream."""
-    return (name.startswith("blocks.") and name.count(".") == 1) or not list(module.children())
-
-
-class FeatureGain(nn.Module):
-    """Sets one feature of the stream: at the first token only (``value``), or scales it
-    at every token (``scale``)."""
-
-    def __init__(self, feature: int, value: float | None = None, scale: float | None = None):
-        super().__init__()
-        self.feature, self.value, self.scale = feature, value, scale
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = x.clone()
-        if self.value is not None:
-            y[:, 0, self.feature] = self.value
-        else:
-            y[..., self.feature] = y[..., self.feature] * self.scale
-        return y
-
-
-class GainedBlock(nn.Module):
-    """A block whose output goes through ``after`` (a planted fault)."""
-
-    def __init__(self, block: nn.Module, after: nn.Module) -> None:
-        super().__init__()
-        self.inner, self.after = block, after
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.after(self.inner(x))
-
-
-class ScaledBlock(nn.Module):
-    """A block whose whole output is multiplied by ``gain``: the stream compounds."""
-
-    def __init__(self, block: nn.Module, gain: float) -> None:
-        super().__init__()
-        self.inner, self.gain = block, gain
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.gain * self.inner(x)
-
-
-def train_lm(
-    path: Path,
-    *,
-    steps: int = 60,
-    every: int = 5,
-    plant: Callable[[GPT], None] | None = None,
-    fault: Callable[[GPT, int], None] | None = None,
-    layers=blocks_and_leaves,
-) -> nbviz.Run:
-    """A small GPT trained with AdamW on synthetic text; returns the run read back."""
-    torch.manual_seed(0)
-    model = GPT(CONFIG)
-    if plant is not None:
-        plant(model)
-    gen = torch.Generator().manual_seed(1)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    with nbviz.Run(path) as run:
-        run.watch(model, every=every, layers=layers)
-        for step in range(steps):
-            if fault is not None:
-                fault(model, step)
-            ids = token_batch(gen, 8, CONFIG.context + 1, CONFIG.vocab)
-            loss = next_token_loss(model(ids[:, :-1]), ids[:, 1:])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            run.log(step, train_loss=loss)
-    return nbviz.open_run(path)
 
 
 def findings_of(run, check: str):
@@ -177,15 +101,8 @@ def test_a_healthy_lms_stream_grows_well_under_the_threshold(healthy_lm) -> None
 # ------------------------------------------------------------------ massive activations
 
 
-def _gain_after_block(after: nn.Module) -> Callable[[GPT], None]:
-    def plant(model: GPT) -> None:
-        model.blocks[1] = GainedBlock(model.blocks[1], after)
-
-    return plant
-
-
 def test_a_feature_huge_at_the_first_token_is_a_sink_like_info(tmp_path: Path) -> None:
-    run = train_lm(tmp_path / "run", plant=_gain_after_block(FeatureGain(5, value=300.0)))
+    run = train_lm(tmp_path / "run", plant=gain_after_block(FeatureGain(5, value=300.0)))
     found = findings_of(run, "massive_activations")
     assert len(found) == 1, found["message"].tolist()
     f = found.iloc[0]
@@ -199,7 +116,7 @@ def test_a_feature_huge_at_the_first_token_is_a_sink_like_info(tmp_path: Path) -
 
 
 def test_a_feature_amplified_at_every_token_is_a_warning(tmp_path: Path) -> None:
-    run = train_lm(tmp_path / "run", plant=_gain_after_block(FeatureGain(9, scale=1000.0)))
+    run = train_lm(tmp_path / "run", plant=gain_after_block(FeatureGain(9, scale=1000.0)))
     found = findings_of(run, "massive_activations")
     assert len(found) == 1
     f = found.iloc[0]
@@ -211,7 +128,7 @@ def test_a_feature_amplified_at_every_token_is_a_warning(tmp_path: Path) -> None
 
 
 def test_a_peak_near_float16s_range_points_at_numerics(tmp_path: Path) -> None:
-    run = train_lm(tmp_path / "run", steps=20, plant=_gain_after_block(FeatureGain(3, value=2e4)))
+    run = train_lm(tmp_path / "run", steps=20, plant=gain_after_block(FeatureGain(3, value=2e4)))
     f = findings_of(run, "massive_activations").iloc[0]
     assert f["severity"] == "warning" and f["cause"] == "numerics"
     assert "float16" in f["message"] and f["evidence"]["float16_margin"] < 16
@@ -286,9 +203,7 @@ def test_a_spike_without_recorded_gradients_has_no_origin(tmp_path: Path) -> Non
 
 
 def test_the_health_report_lists_the_new_findings(tmp_path: Path) -> None:
-    run = train_lm(
-        tmp_path / "run", steps=20, plant=_gain_after_block(FeatureGain(9, scale=1000.0))
-    )
+    run = train_lm(tmp_path / "run", steps=20, plant=gain_after_block(FeatureGain(9, scale=1000.0)))
     report = nbviz.HealthReport(run, live=False)
     shown = [f for f in report.findings if f["check"] == "massive_activations"]
     assert len(shown) == 1
