@@ -27,7 +27,17 @@ def findings_of(run, check: str):
 # ------------------------------------------------------------------ the statistic
 
 
-def test_each_features_peak_is_recorded_for_sequence_outputs(tmp_path: Path) -> None:
+@pytest.fixture(params=["cpu_checks", "branch_free"])
+def read_path(request, monkeypatch):
+    """Both ways of reading a tensor: CPU reads of 0-d results, the accelerators' path."""
+    if request.param == "branch_free":
+        from nbviz.probes import tensor_stats
+
+        monkeypatch.setattr(tensor_stats, "cheap_to_read", lambda t: False)
+    return request.param
+
+
+def test_each_features_peak_is_recorded_for_sequence_outputs(tmp_path: Path, read_path) -> None:
     torch.manual_seed(0)
     model = GPT(CONFIG)
     seen: dict[str, torch.Tensor] = {}
@@ -56,6 +66,34 @@ class Twice(nn.Module):
 
     def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return self.lin(a).sum() + self.lin(b).sum()
+
+
+class Scale(nn.Module):
+    """Each feature times its weight (ones): an inf stays in its own feature."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.weight
+
+
+def test_a_feature_that_saw_inf_has_no_peak_and_the_rest_keep_theirs(
+    tmp_path: Path, read_path
+) -> None:
+    x = torch.randn(2, 5, 6)
+    x[1, 3, 4] = float("inf")
+    model = nn.Sequential(Scale(6))
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(model, every=1)
+        model(x)
+        run.log(0, loss=0.0)
+    _, peaks = nbviz.open_run(tmp_path / "run").unit_stats("0", "max_abs")
+    expected = x.abs().amax((0, 1)).numpy()
+    assert np.isnan(peaks[0, 4])
+    keep = np.arange(6) != 4
+    np.testing.assert_allclose(peaks[0, keep], expected[keep], rtol=1e-6)
 
 
 def test_peaks_combine_over_a_modules_calls_by_the_larger(tmp_path: Path) -> None:
