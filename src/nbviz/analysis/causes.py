@@ -293,6 +293,24 @@ def _mislabeled(ctx: Context, c: Finding, e: Finding) -> float:
     return 0.0
 
 
+def _residual_growth(ctx: Context, c: Finding, e: Finding) -> float:
+    # a stream scaled block after block scales the gradient flowing back through it alike
+    if not _not_later(ctx, c, e) or not e.layer.startswith(c.layer + "."):
+        return 0.0
+    if e.check == "exploding_gradients" and _ev(e, "kind") in ("backprop", "depth"):
+        return 0.8
+    if e.check == "nonfinite":
+        return 0.5
+    return 0.0
+
+
+def _massive(ctx: Context, c: Finding, e: Finding) -> float:
+    # a peak near float16's range is where an overflow comes from
+    if c.cause != "numerics" or e.check != "nonfinite" or c.step is None or e.step is None:
+        return 0.0
+    return 0.7 if e.step >= c.step else 0.0
+
+
 def _lr_low(ctx: Context, c: Finding, e: Finding) -> float:
     return 0.4 if e.check in CLASS_ERRORS else 0.0
 
@@ -313,6 +331,8 @@ RULES: dict[str, Rule] = {
     "class_imbalance": _same_classes(0.9),
     "unlearned_classes": _same_classes(0.9),
     "learning_rate_too_low": _lr_low,
+    "residual_growth": _residual_growth,
+    "massive_activations": _massive,
 }
 
 

@@ -237,8 +237,10 @@ def combine_ranks(
         s = res.stats
         n_units = len(res.unit_nonzero) if res.unit_nonzero is not None else -1
         n_hist = len(res.hist) if res.hist is not None else -1
-        layout.append((k, n_units, n_hist, k in pending))
+        layout.append((k, n_units, n_hist, k in pending, res.unit_peak is not None))
         extremes += [s[4], -s[3]]
+        if res.unit_peak is not None:
+            extremes += res.unit_peak.tolist()
         sums.append(np.array([s[0], s[1], s[2], s[5], s[6], res.unit_count]))
         if res.unit_nonzero is not None:
             sums += [res.unit_nonzero, res.unit_sum]
@@ -286,14 +288,19 @@ def combine_ranks(
             results[k].hist = summed[c_off : c_off + len(c)]
             c_off += len(c)
     if same:
-        off = 0
-        for i, k in enumerate(keys):
+        off = e_off = 0
+        for k in keys:
             res = results[k]
             s = res.stats
             s[0], s[1], s[2], s[5], s[6] = total[off : off + 5]
             res.unit_count = float(total[off + 5])
             off += 6
-            s[4], s[3] = ext[2 * i], -ext[2 * i + 1]
+            s[4], s[3] = ext[e_off], -ext[e_off + 1]
+            e_off += 2
+            if res.unit_peak is not None:
+                u = len(res.unit_peak)
+                res.unit_peak = ext[e_off : e_off + u].copy()
+                e_off += u
             if res.unit_nonzero is not None:
                 u = len(res.unit_nonzero)
                 res.unit_nonzero = total[off : off + u].copy()

@@ -132,11 +132,13 @@ class ModuleHooks:
             ud = self._unit_dims.get(name)
             if ud is not None and (x.dim() <= ud or x.shape[ud] != self._shapes[name][ud]):
                 ud = None  # the unit count changed: statistics only
+            # (batch, tokens, features): each feature's peak too (massive activations)
+            peaks = ud == 2 and x.dim() == 3
             mask = self._mask
             if mask is not None and x.dim() >= 3 and x.shape[:2] == mask.shape:
                 x, ud = masked(x, mask, ud)
             entry = capture.add_clean(
-                (name, "activation"), x, ud, self._hist_for(name, "activation")
+                (name, "activation"), x, ud, self._hist_for(name, "activation"), peaks
             )
             # the statistics tell finiteness too (of the positions kept: with a
             # mask, the sentinel takes the whole output's sum)

@@ -109,6 +109,10 @@ class Records:
                     mean[bad] = np.nan
                 unit_rows.append((step, layer, "zero_frac", zero_frac.astype("<f4").tobytes()))
                 unit_rows.append((step, layer, "mean", mean.astype("<f4").tobytes()))
+                if res.unit_peak is not None and len(res.unit_peak) == len(mean):
+                    peak = res.unit_peak.copy()
+                    peak[bad] = np.nan
+                    unit_rows.append((step, layer, "max_abs", peak.astype("<f4").tobytes()))
         if norms is not None:
             nan = float("nan")
             for j, (name, p) in enumerate(self.params):

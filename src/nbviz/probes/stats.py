@@ -51,6 +51,7 @@ class Entry:
     witness: torch.Tensor | None = None
     source: torch.Tensor | None = None  # raw entries: the tensor, for the rare clean redo
     vector_sizes: tuple[int, ...] = field(default=())
+    peaks: bool = False  # each unit's largest magnitude follows the per-unit sum
 
 
 #: A clean tensor's numbers, measured but not yet added: its entry, 0-d results, vectors.
@@ -80,20 +81,30 @@ class StepCapture:
         x: torch.Tensor,
         unit_dim: int | None = None,
         hist: HistState | None = None,
+        peaks: bool = False,
     ) -> Entry:
-        """Statistics of a tensor that may be gone (or changed) when the step ends."""
-        measured = self.measure_clean(slot, x, unit_dim, hist)
+        """Statistics of a tensor that may be gone (or changed) when the step ends.
+
+        ``peaks``: with ``unit_dim``, also each unit's largest magnitude.
+        """
+        measured = self.measure_clean(slot, x, unit_dim, hist, peaks)
         self.add_measured(measured)
         return measured[0]
 
     def measure_clean(
-        self, slot: Hashable, x: torch.Tensor, unit_dim: int | None, hist: HistState | None
+        self,
+        slot: Hashable,
+        x: torch.Tensor,
+        unit_dim: int | None,
+        hist: HistState | None,
+        peaks: bool = False,
     ) -> Measured:
         """``add_clean``'s numbers without adding them yet (see ``add_measured``)."""
         x = real_view(x)
-        fields, scalars, vectors, hist_in = clean_parts(x, unit_dim, hist, self.scratch)
+        peaks = peaks and unit_dim is not None
+        fields, scalars, vectors, hist_in = clean_parts(x, unit_dim, hist, self.scratch, peaks)
         units = x.shape[unit_dim] if unit_dim is not None else 0
-        entry = Entry(slot, x.numel(), fields, units, hist)
+        entry = Entry(slot, x.numel(), fields, units, hist, peaks=peaks)
         entry.witness = witness(x, fields, scalars)
         self._histogram(entry, hist_in, vectors, keep=False)
         return entry, scalars, vectors
@@ -197,6 +208,7 @@ class SlotResult:
     hist_range: tuple[float, float] = (0.0, 0.0)
     unit_nonzero: np.ndarray | None = None
     unit_sum: np.ndarray | None = None
+    unit_peak: np.ndarray | None = None  # each unit's largest magnitude, where recorded
     unit_count: float = 0.0
     unit_mismatch: bool = False
     hist_state: HistState | None = None  # where the range lives (ranks agree on it)
@@ -263,17 +275,22 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
         j = 0
         if e.units:
             nz, us = vecs[0], vecs[1]
-            j = 2
+            peak = vecs[2] if e.peaks else None
+            j = 3 if e.peaks else 2
             if res.unit_nonzero is None and not res.unit_mismatch:
                 res.unit_nonzero, res.unit_sum = nz.copy(), us.copy()
+                res.unit_peak = peak.copy() if peak is not None else None
                 res.unit_count = e.count / e.units
             elif res.unit_nonzero is not None and res.unit_nonzero.shape == nz.shape:
                 res.unit_nonzero += nz
                 res.unit_sum += us
                 res.unit_count += e.count / e.units
+                # a call without maxima leaves the slot without them (never half of them)
+                has = res.unit_peak is not None and peak is not None
+                res.unit_peak = np.maximum(res.unit_peak, peak) if has else None
             else:
                 res.unit_mismatch = True
-                res.unit_nonzero = res.unit_sum = None
+                res.unit_nonzero = res.unit_sum = res.unit_peak = None
         if e.hist is not None:
             if e.hist_batch >= 0:
                 width = e.hist.bins + 2

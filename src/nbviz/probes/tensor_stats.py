@@ -96,12 +96,14 @@ def clean_parts(
     unit_dim: int | None = None,
     hist: HistState | None = None,
     scratch: Scratch | None = None,
+    peaks: bool = False,
 ) -> Parts:
     """Statistics of ``x`` with non-finite elements counted and left out of the moments.
 
     Returns ``(fields, scalars, vectors, hist)``: 0-d results for the listed
     STAT_FIELDS, vectors (per-unit nonzero count and sum; the sum is non-finite
-    for a unit that saw a non-finite element) and what the histogram
+    for a unit that saw a non-finite element; with ``peaks``, then each unit's
+    largest finite magnitude, see :func:`unit_peaks`) and what the histogram
     needs (see :class:`HistInput`), ``None`` without ``hist``. Without units the sum
     and nonzero count are scalars; with units they are the host's sums of the
     per-unit vectors.
@@ -113,7 +115,7 @@ def clean_parts(
         mn, mx = torch.aminmax(flat)
         lo, hi = mn.item(), mx.item()
         if math.isfinite(lo) and math.isfinite(hi):
-            return _finite_parts(xf, flat, mn, mx, lo >= 0, unit_dim, hist, scratch)
+            return _finite_parts(xf, flat, mn, mx, lo >= 0, unit_dim, hist, scratch, peaks)
     xc = torch.nan_to_num(flat, nan=0.0, posinf=0.0, neginf=0.0)
     # x*0 is 0 exactly where x is finite, NaN elsewhere
     bad = torch.nan_to_num_(flat.mul(0.0), nan=1.0)
@@ -132,6 +134,8 @@ def clean_parts(
         # which the host turns into "non-finite" for that unit (never "dead"); the
         # layer's sum over the finite values is then a scalar of its own
         vectors.append(xf.sum(dim=dims))
+        if peaks:
+            vectors.append(unit_peaks(xc.view(shape), tuple(dims), None, False))
         fields: tuple[int, ...] = (SUM, SUMSQ, MIN, MAX, NONFINITE)
         scalars = [xc.sum(), sumsq, mn, mx, nonfinite]
     else:
@@ -151,6 +155,7 @@ def _finite_parts(
     unit_dim: int | None,
     hist: HistState | None,
     scratch: Scratch | None,
+    peaks: bool = False,
 ) -> Parts:
     """``clean_parts`` of a tensor known to be finite: no cleaning, nothing non-finite to count.
 
@@ -173,6 +178,8 @@ def _finite_parts(
         else:
             vectors.append(sign.view(shape).sum(dims))
         vectors.append(xf.sum(dims))
+        if peaks:  # after the per-unit count: the scratch buffer is free again
+            vectors.append(unit_peaks(xf, dims, scratch, nonnegative))
         fields: tuple[int, ...] = (SUMSQ, MIN, MAX)
         scalars = [torch.dot(flat, flat), mn, mx]
     else:
@@ -181,6 +188,26 @@ def _finite_parts(
         scalars = [flat.sum(), torch.dot(flat, flat), mn, mx, nonzero]
     hist_in = HistInput(hist, flat, finite=True) if hist is not None else None
     return fields, scalars, vectors, hist_in
+
+
+def unit_peaks(
+    x: torch.Tensor, dims: int | tuple[int, ...], scratch: Scratch | None, nonnegative: bool
+) -> torch.Tensor:
+    """Each unit's largest magnitude ``max |x|`` over ``dims``: one reduction (and an ``abs``).
+
+    Recorded for outputs shaped ``(batch, tokens, features)``, where a few features
+    can hold values orders of magnitude above the rest at a few tokens (massive
+    activations): a per-unit mean or zero fraction averages them away, a maximum
+    does not. Maxima combine across calls and ranks by taking the larger.
+    """
+    if nonnegative:  # already magnitudes (a ReLU output)
+        return x.amax(dims)
+    flat = x.reshape(-1)
+    if scratch is not None and flat.numel() >= SCRATCH_MIN:
+        mag = torch.abs(flat, out=scratch.like(flat))
+    else:
+        mag = flat.abs()
+    return mag.view(x.shape).amax(dims)
 
 
 _DIMS: dict[tuple[int, int], int | tuple[int, ...]] = {}

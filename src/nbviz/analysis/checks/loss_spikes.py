@@ -27,7 +27,9 @@ against its neighbours.
 
 Consecutive spiking steps form one spike (reported at its first step, with its
 peak). Each spike is a ``warning``; at most :data:`MAX_FINDINGS` are listed,
-largest first.
+largest first. Where the probe recorded parameter gradients, each spike names
+the layer whose gradient norm jumped first around it (evidence ``origin_*``;
+see :mod:`nbviz.analysis.checks.spike_origin`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import numpy as np
 from nbviz.analysis.checks.finding import Finding, fmt
 from nbviz.analysis.checks.losses import train_loss
 from nbviz.analysis.checks.robust import MAD_TO_STD, trailing_median_mad
+from nbviz.analysis.checks.spike_origin import spike_origin
 
 CHECK = "loss_spikes"
 WINDOW = 20
@@ -90,6 +93,9 @@ def check(run: Any) -> list[Finding]:
             f"against a local trend of {fmt(float(trend[peak]))} ({fmt(float(ratio[peak]))}x, "
             f"robust z-score {fmt(zpeak)}; ordinary minibatch noise stays under ~6)."
         )
+        origin = spike_origin(run, [int(s) for s in steps[g]], int(steps[peak]))
+        if origin is not None:
+            message += " " + _origin_text(origin)
         findings.append(
             Finding(
                 check=CHECK,
@@ -123,7 +129,42 @@ def check(run: Any) -> list[Finding]:
                     "threshold_ratio": MIN_RATIO,
                     "threshold_undone": MIN_UNDONE,
                     "window": WINDOW,
+                    **_origin_evidence(origin),
                 },
             )
         )
     return findings
+
+
+def _origin_evidence(origin: dict[str, Any] | None) -> dict[str, Any]:
+    """The spike's origin as ``origin_*`` evidence keys (None where nothing jumped)."""
+    keys = (
+        "layer",
+        "step",
+        "jump",
+        "layers_jumped",
+        "layers",
+        "backward_rank",
+        "before_loss",
+        "together",
+    )
+    if origin is None:
+        return {f"origin_{k}": None for k in keys}
+    return {f"origin_{k}": origin[k] for k in keys}
+
+
+def _origin_text(origin: dict[str, Any]) -> str:
+    """The sentence naming where the spike began."""
+    when = "before the loss did" if origin["before_loss"] else "with the loss"
+    jumped = f"{fmt(origin['jump'])}x its baseline at step {origin['step']}, {when}"
+    if origin["together"]:
+        return (
+            f"The gradient norms of {origin['layers_jumped']} of {origin['layers']} layers "
+            f"jumped together at step {origin['step']} (most: '{origin['layer']}', {jumped}): "
+            "the jump came in through the loss (the batch or the step size), not from one layer."
+        )
+    return (
+        f"The gradient norm jumped first at '{origin['layer']}': {jumped} "
+        f"({origin['layers_jumped']} of {origin['layers']} layers jumped "
+        f"{fmt(origin['threshold_jump'])}x or more at that capture)."
+    )
