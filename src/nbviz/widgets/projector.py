@@ -15,6 +15,10 @@ clusters forming in place.
 Box or lasso selection sets ``selected_ids`` and shows those samples in the
 embedded :class:`SampleGallery`; ``highlight_ids`` (set by a confusion-matrix
 cell in the Dashboard) highlights points without selecting them.
+
+This file is a little over 500 lines because the class's traits and reactions
+belong together; what can stand alone already does (projector_points,
+projector_job).
 """
 
 from __future__ import annotations
@@ -34,8 +38,10 @@ from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import LiveView, linked_step, opening_step, reacts_to, view_css
 from nbviz.widgets.projector_job import Job, LayoutJobs
 from nbviz.widgets.projector_points import (
+    color_values,
     indices_of,
     point_arrays,
+    points_figure,
     prediction_frame,
 )
 from nbviz.widgets.samples import sample_payload
@@ -74,6 +80,9 @@ class EmbeddingProjector(LiveView):
         Align each step's layout onto the previous one (default True).
     live
         Follow the run while it grows.
+
+    ``data()`` is the points on screen as a DataFrame (the view's menu downloads
+    it as CSV), ``figure()`` a bqplot scatter of them.
     """
 
     _esm = esm("projector")
@@ -428,6 +437,18 @@ class EmbeddingProjector(LiveView):
         out.insert(1, "x", xy[:, 0])
         out.insert(2, "y", xy[:, 1])
         return out
+
+    def data(self) -> pd.DataFrame:
+        """The points on screen, one row per sample: ``id, x, y, label, pred, loss,
+        confidence, color`` (``x, y`` as drawn, in [-1, 1]; ``color`` the value the
+        point is coloured by under ``color_by``, NaN where unknown)."""
+        out = self.points_frame()
+        out["color"] = color_values(self._frame if len(out) else out, self.color_by)
+        return out
+
+    def figure(self) -> Any:
+        """The points on screen as a bqplot ``Scatter`` coloured by ``color_by``."""
+        return points_figure(self.data(), self)
 
     def close(self) -> None:
         """Stop the background projection and following the run; close the view."""
