@@ -4,6 +4,7 @@
 import { drawValueAxis } from "./lib/axis.js";
 import { rgbToCss, viridis } from "./lib/color.js";
 import { el, fillSelect, on, select } from "./lib/dom.js";
+import { exportMenu } from "./lib/export.js";
 import { formatNumber, formatStep } from "./lib/format.js";
 import { bindCells, drawHeatmap } from "./lib/heatmap.js";
 import { makeScale, sizeCanvas, themeColors } from "./lib/linechart.js";
@@ -11,6 +12,7 @@ import { listen, save } from "./lib/model.js";
 import { NONFINITE_CSS, nonfiniteSummary } from "./lib/nonfinite.js";
 import { guard, present, viewState } from "./lib/state.js";
 import { snapIndex } from "./lib/steps.js";
+import { histogramCsv } from "./lib/view_csv.js";
 import { decodeArray } from "./lib/wire.js";
 
 const WIDTH = 420;
@@ -89,6 +91,8 @@ function render({ model, el: root }) {
   ]);
   const ridge = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-hist-ridge" }));
   const heat = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-hist-heat" }));
+  const menu = exportMenu({ name: "histograms", csv: () => histogramCsv((k) => model.get(k)), png: () => [ridge, heat] });
+  toolbar.insertBefore(menu.node, notice);
   const heatAxis = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-hist-heat-axis" }));
   const strip = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-hist-heat-values" }));
   const ridgeCaption = el("div", { class: "nbviz-hist-caption nbviz-hist-current" });
@@ -329,6 +333,7 @@ function render({ model, el: root }) {
   draw();
   return () => {
     for (const stop of stops) stop();
+    menu.dispose();
   };
 }
 
