@@ -219,3 +219,39 @@ def test_profiler_frame_is_the_module_table(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="top must be >= 1, got 0"):
         view.figure(top=0)
     run.close()
+
+
+def test_projector_answers_a_table_request_with_its_data(demo_run) -> None:
+    from nbviz.widgets.wire import array_from_payload
+
+    view = nbviz.EmbeddingProjector(demo_run, method="pca", live=False)
+    sent: list = []
+    view.send = lambda content, buffers=None: sent.append((content, buffers))  # type: ignore[method-assign]
+    view._handle_custom_msg({"type": "table", "request": "r1"}, [])
+    view._handle_custom_msg({"type": "something else"}, [])
+    assert len(sent) == 1
+    reply, buffers = sent[0]
+    table = view.data()
+    assert reply["type"] == "table" and reply["request"] == "r1" and reply["rows"] == len(table)
+    assert [c["name"] for c in reply["columns"]] == table.columns.tolist()
+    for col in reply["columns"]:
+        assert "buffer" in col  # every column of the points is numeric: binary, no JSON lists
+        got = array_from_payload({**col, "data": buffers[col["buffer"]]})
+        assert np.allclose(got, table[col["name"]].to_numpy(dtype=float), equal_nan=True)
+    view.close()
+
+
+def test_table_message_sends_text_and_flags_as_lists() -> None:
+    import pandas as pd
+
+    from nbviz.widgets.view_data import table_message
+
+    table = pd.DataFrame(
+        {"id": [2**60, 1], "name": ["a", None], "ok": [True, False], "v": [0.5, np.nan]}
+    )
+    reply, buffers = table_message(table)
+    cols = {c["name"]: c for c in reply["columns"]}
+    assert cols["id"]["values"] == [str(2**60), "1"]  # not exact as a float64: text
+    assert cols["name"]["values"] == ["a", None]
+    assert cols["ok"]["values"] == [True, False]
+    assert len(buffers) == 1 and cols["v"]["buffer"] == 0

@@ -10,7 +10,8 @@ import { el, on } from "./dom.js";
 /**
  * @typedef {object} ExportSources
  * @property {string} name  the file name's stem ("loss_curves")
- * @property {() => string} [csv]  the data as CSV text
+ * @property {() => string | Promise<string>} [csv]  the data as CSV text (or its promise,
+ *   for a view that asks the kernel for its table)
  * @property {() => HTMLCanvasElement[]} [png]  the canvases drawn, stacked into one PNG
  * @property {() => string} [svg]  the drawing as SVG text
  */
@@ -246,10 +247,22 @@ export function exportMenu(sources) {
   );
   const list = el("div", { class: "nbviz-export-list", attrs: { role: "menu" } }, items);
   list.hidden = true;
-  const node = el("span", { class: "nbviz-export" }, [button, list]);
+  const note = el("span", { class: "nbviz-export-note" });
+  const node = el("span", { class: "nbviz-export" }, [button, list, note]);
   const save = (/** @type {string} */ format) => {
     const stem = sources.name;
-    if (format === "csv" && sources.csv) download(`${stem}.csv`, new Blob([sources.csv()], { type: "text/csv" }));
+    note.textContent = "";
+    if (format === "csv" && sources.csv) {
+      const csv = sources.csv;
+      Promise.resolve()
+        .then(() => csv())
+        .then(
+          (text) => download(`${stem}.csv`, new Blob([text], { type: "text/csv" })),
+          (/** @type {unknown} */ err) => {
+            note.textContent = `CSV not saved: ${err instanceof Error ? err.message : String(err)}`;
+          },
+        );
+    }
     if (format === "svg" && sources.svg) download(`${stem}.svg`, new Blob([sources.svg()], { type: "image/svg+xml" }));
     if (format === "png" && sources.png) {
       const canvas = stackCanvases(sources.png());

@@ -2,7 +2,9 @@
 // same columns, in the same order, as the view's `data()` in Python (see
 // nbviz.widgets.view_data), so a file saved from the menu reads like the frame
 // a notebook gets. Every function takes the view's synced state through `get`
-// (a model's `get`) and returns CSV text (lib/export.js `toCsv`).
+// (a model's `get`) and returns CSV text (lib/export.js `toCsv`). A view whose
+// browser side holds less than its table (the projector, the data map) asks the
+// kernel for it instead: `fetchTable` (answered by view_data.answer_table_requests).
 import { toCsv } from "./export.js";
 import { decodeArray } from "./wire.js";
 
@@ -139,4 +141,56 @@ export function attentionCsv(get) {
       for (let q = 0; q < nq; q++)
         for (let k = 0; k < nk; k++) body.push([step, sample, layers[l] ?? String(l), h, q, k, token(q), token(k), Number(arr.data[i++])]);
   return toCsv(header, body);
+}
+
+/**
+ * CSV of a `{type: "table"}` reply: numeric columns in `buffers`, the others as lists.
+ * @param {{rows: number, columns: Array<{name: string, values?: any[], buffer?: number, dtype?: string, shape?: number[]}>}} msg
+ * @param {DataView[]} buffers
+ * @returns {string}
+ */
+export function messageCsv(msg, buffers) {
+  const cols = msg.columns.map((c) =>
+    c.values ?? decodeArray({ data: buffers[/** @type {number} */ (c.buffer)], dtype: c.dtype, shape: c.shape }).data,
+  );
+  const body = [];
+  for (let i = 0; i < msg.rows; i++) body.push(cols.map((c) => c[i]));
+  return toCsv(msg.columns.map((c) => c.name), body);
+}
+
+let requests = 0;
+
+/**
+ * The view's `data()` table as CSV, asked of the kernel (a `{type: "table"}` message).
+ * Rejects after `timeoutMs` without an answer (a saved page has no kernel).
+ * @param {{send: (content: any) => void, on: Function, off: Function}} model
+ * @param {number} [timeoutMs]
+ * @returns {Promise<string>}
+ */
+export function fetchTable(model, timeoutMs = 30_000) {
+  requests += 1;
+  const request = `table-${requests}`;
+  return new Promise((resolve, reject) => {
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let timer;
+    const onMessage = (/** @type {any} */ msg, /** @type {DataView[]} */ buffers) => {
+      if (!msg || msg.type !== "table" || msg.request !== request) return;
+      done();
+      try {
+        resolve(messageCsv(msg, buffers ?? []));
+      } catch (err) {
+        reject(err);
+      }
+    };
+    const done = () => {
+      clearTimeout(timer);
+      model.off("msg:custom", onMessage);
+    };
+    timer = setTimeout(() => {
+      done();
+      reject(new Error("the kernel did not answer (the table needs a live kernel)"));
+    }, timeoutMs);
+    model.on("msg:custom", onMessage);
+    model.send({ type: "table", request });
+  });
 }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { attentionCsv, confusionCsv, findingsCsv, histogramCsv, layerTableCsv, modulesCsv } from "../lib/view_csv.js";
+import { attentionCsv, confusionCsv, fetchTable, findingsCsv, histogramCsv, layerTableCsv, modulesCsv } from "../lib/view_csv.js";
 import { encodeArray } from "../lib/wire.js";
 
 /** A model's `get` over a plain object of synced state. */
@@ -80,5 +80,57 @@ describe("view CSVs", () => {
     assert.equal(rows[0], "step,sample,layer,head,query,key,query_token,key_token,weight");
     assert.equal(rows[3], "9,1,b0,0,1,0,y,x,0.5");
     assert.equal(rows[6], "9,1,b1,0,0,1,x,y,0.75");
+  });
+});
+
+describe("tables asked of the kernel", () => {
+  /** A model whose kernel answers a table request with `reply` (or never, when null). */
+  const fakeModel = (/** @type {any} */ reply, /** @type {DataView[]} */ buffers = []) => {
+    /** @type {Map<string, Set<Function>>} */
+    const listeners = new Map();
+    /** @type {any[]} */
+    const sent = [];
+    return {
+      sent,
+      listeners,
+      on: (/** @type {string} */ e, /** @type {Function} */ f) => listeners.set(e, (listeners.get(e) ?? new Set()).add(f)),
+      off: (/** @type {string} */ e, /** @type {Function} */ f) => listeners.get(e)?.delete(f),
+      send(/** @type {any} */ content) {
+        sent.push(content);
+        if (!reply) return;
+        // another request's answer first: it must be ignored
+        const other = { ...reply, request: "someone-else", rows: 0, columns: [] };
+        setTimeout(() => {
+          for (const f of [...(listeners.get("msg:custom") ?? [])]) f(other, []);
+          for (const f of [...(listeners.get("msg:custom") ?? [])]) f({ ...reply, request: content.request }, buffers);
+        }, 1);
+      },
+    };
+  };
+
+  it("builds the CSV from binary numeric columns and text columns", async () => {
+    const ids = encodeArray(Float64Array.from([7, 3]));
+    const x = encodeArray(Float64Array.from([0.5, NaN]));
+    const reply = {
+      type: "table",
+      rows: 2,
+      columns: [
+        { name: "id", dtype: ids.dtype, shape: ids.shape, buffer: 0 },
+        { name: "x", dtype: x.dtype, shape: x.shape, buffer: 1 },
+        { name: "name", values: ["a,b", null] },
+        { name: "suspect", values: [true, false] },
+      ],
+    };
+    const model = fakeModel(reply, [ids.data, x.data]);
+    const csv = await fetchTable(model, 1000);
+    assert.deepEqual(lines(csv), ["id,x,name,suspect", '7,0.5,"a,b",true', "3,NaN,,false"]);
+    assert.equal(model.sent[0].type, "table");
+    assert.equal(model.listeners.get("msg:custom")?.size, 0);
+  });
+
+  it("rejects with a clear reason when no kernel answers, and stops listening", async () => {
+    const model = fakeModel(null);
+    await assert.rejects(fetchTable(model, 20), /needs a live kernel/);
+    assert.equal(model.listeners.get("msg:custom")?.size, 0);
   });
 });

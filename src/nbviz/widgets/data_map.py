@@ -32,7 +32,7 @@ from nbviz.widgets.checks import check_choice, check_split
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import LiveView, reacts_to, view_css
-from nbviz.widgets.view_data import frame, scatter_figure
+from nbviz.widgets.view_data import answer_table_requests, frame, scatter_figure
 from nbviz.widgets.wire import array_from_payload, array_trait_payload
 
 __all__ = ["COLOR_BY", "DataMap"]
@@ -101,6 +101,7 @@ class DataMap(LiveView):
         self._run = run
         self._ids = np.zeros(0, dtype=np.int64)
         self.dynamics = pd.DataFrame()
+        answer_table_requests(self)
         with self._building([run], live):
             self.split = split
             self.color_by = color_by

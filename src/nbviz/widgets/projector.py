@@ -46,6 +46,7 @@ from nbviz.widgets.projector_points import (
 )
 from nbviz.widgets.samples import sample_payload
 from nbviz.widgets.splits import check_switch, followed_split, opening_split, split_choices
+from nbviz.widgets.view_data import answer_table_requests
 from nbviz.widgets.wire import array_from_payload, array_trait_payload
 
 __all__ = ["COLOR_BY", "EmbeddingProjector"]
@@ -159,6 +160,7 @@ class EmbeddingProjector(LiveView):
         self._jobs = LayoutJobs(self, run, self._deliver)
         self._shown_key: tuple[Any, ...] | None = None
         self._auto_colour = color_by is None  # chosen once the points say what they have
+        answer_table_requests(self)
         with self._building([run], live):
             self.splits = splits
             self.split = split

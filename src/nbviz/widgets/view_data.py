@@ -5,6 +5,12 @@ pandas DataFrame, the same table its menu downloads as CSV; ``figure()`` gives
 it as a bqplot ``Figure`` for ipywidgets layouts of one's own. The views build
 their frames with :func:`frame` and their figures with the few builders here
 (bars, lines, a heatmap, a scatter), so every figure looks and reads alike.
+
+Most views build their CSV in the browser from what they hold. A view whose
+browser side holds less than its table (the projector's and the data map's
+points travel as a few bytes each, without ids) answers a ``{"type": "table"}``
+message with ``data()`` itself (:func:`answer_table_requests`): numeric columns
+as binary float64 buffers, the others as text.
 """
 
 from __future__ import annotations
@@ -14,8 +20,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-__all__ = ["bars_figure", "frame", "heatmap_figure", "lines_figure", "scatter_figure"]
+from nbviz.widgets.wire import array_trait_payload
+
+__all__ = [
+    "answer_table_requests",
+    "bars_figure",
+    "frame",
+    "heatmap_figure",
+    "lines_figure",
+    "scatter_figure",
+    "table_message",
+]
 
 _BLUE = "#0072b2"
 
@@ -141,3 +158,51 @@ def scatter_figure(
         **kwargs,
     )
     return _figure([scatter], axes, title)
+
+
+def table_message(table: Any) -> tuple[dict[str, Any], list[bytes]]:
+    """``table`` (a DataFrame) as a message and its buffers: numeric columns as float64
+    buffers (integers too large for a float64 go as text), the others as text lists
+    (None for missing), booleans as booleans."""
+    columns: list[dict[str, Any]] = []
+    buffers: list[bytes] = []
+    for name in table.columns:
+        col = table[name]
+        entry: dict[str, Any] = {"name": str(name)}
+        if is_numeric_dtype(col) and not is_bool_dtype(col):
+            try:
+                payload = array_trait_payload(col.to_numpy(), dtype="<f8")
+            except (ValueError, TypeError):
+                payload = None
+            if payload is not None:
+                entry.update(dtype=payload["dtype"], shape=payload["shape"], buffer=len(buffers))
+                buffers.append(payload["data"])
+                columns.append(entry)
+                continue
+        if is_bool_dtype(col):
+            entry["values"] = [bool(v) for v in col]
+        else:
+            entry["values"] = [None if _missing(v) else str(v) for v in col]
+        columns.append(entry)
+    return {"type": "table", "rows": int(len(table)), "columns": columns}, buffers
+
+
+def _missing(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):  # a list or array in a cell: not missing
+        return False
+
+
+def answer_table_requests(view: Any) -> None:
+    """Answer the browser's ``{"type": "table", "request": r}`` messages to ``view`` with
+    ``view.data()`` (see :func:`table_message`), the reply carrying the same ``request``."""
+
+    def on_msg(_widget: Any, content: Any, _buffers: Sequence[Any]) -> None:
+        if not isinstance(content, dict) or content.get("type") != "table":
+            return
+        reply, buffers = table_message(view.data())
+        reply["request"] = content.get("request")
+        view.send(reply, buffers)
+
+    view.on_msg(on_msg)
