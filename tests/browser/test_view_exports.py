@@ -7,6 +7,7 @@ import csv
 import io
 from pathlib import Path
 
+from notebook_page import ARTIFACTS
 from playwright.sync_api import expect
 
 
@@ -79,6 +80,10 @@ def test_histograms_csv_is_the_histogram_at_the_step(nb, demo_run_path: Path) ->
     assert all(r[1] == "weights" for r in rows[1:])
     name, png = download(nb, view, "png")
     assert name == "histograms.png" and png[:8] == b"\x89PNG\r\n\x1a\n"
+    (ARTIFACTS / "histograms-download.png").write_bytes(png)
+    name, svg = download(nb, view, "svg")
+    assert name == "histograms.svg" and svg.startswith(b"<?xml")
+    assert b"<path" in svg and b"weights over steps" in svg
     nb.screenshot("histograms-export")
 
 
@@ -141,3 +146,4 @@ def test_projector_csv_comes_from_the_kernel_with_ids(nb, demo_run_path: Path) -
     assert all(r[6] == r[7] for r in rows[1:])  # coloured by confidence
     name, png = download(nb, view, "png")
     assert name == "embedding_projector.png" and png[:8] == b"\x89PNG\r\n\x1a\n"
+    (ARTIFACTS / "projector-download.png").write_bytes(png)
