@@ -265,7 +265,12 @@ export function exportMenu(sources) {
     }
     if (format === "svg" && sources.svg) download(`${stem}.svg`, new Blob([sources.svg()], { type: "image/svg+xml" }));
     if (format === "png" && sources.png) {
-      const canvas = stackCanvases(sources.png());
+      const drawn = sources.png();
+      if (!drawn.length) {
+        note.textContent = "PNG not saved: nothing is drawn";
+        return;
+      }
+      const canvas = stackCanvases(drawn);
       canvas.toBlob((blob) => {
         if (blob) download(`${stem}.png`, blob);
       }, "image/png");

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { attentionCsv, confusionCsv, fetchTable, findingsCsv, histogramCsv, layerTableCsv, modulesCsv } from "../lib/view_csv.js";
+import { exportMenu } from "../lib/export.js";
 import { encodeArray } from "../lib/wire.js";
+import { find, settle, withDocument } from "./fake_dom.mjs";
 
 /** A model's `get` over a plain object of synced state. */
 const getter = (/** @type {Record<string, any>} */ state) => (/** @type {string} */ k) => state[k];
@@ -132,5 +134,22 @@ describe("tables asked of the kernel", () => {
     const model = fakeModel(null);
     await assert.rejects(fetchTable(model, 20), /needs a live kernel/);
     assert.equal(model.listeners.get("msg:custom")?.size, 0);
+  });
+});
+
+describe("the download menu", () => {
+  withDocument();
+
+  it("says beside the menu why a CSV or PNG was not saved", async () => {
+    const menu = exportMenu({ name: "v", csv: () => Promise.reject(new Error("no kernel")), png: () => [] });
+    const item = (/** @type {string} */ f) => find(/** @type {any} */ (menu.node), (n) => n.getAttribute?.("data-format") === f)[0];
+    const note = find(/** @type {any} */ (menu.node), "nbviz-export-note")[0];
+    item("csv").fire("click");
+    await settle();
+    await settle();
+    assert.equal(note.textContent, "CSV not saved: no kernel");
+    item("png").fire("click");
+    assert.equal(note.textContent, "PNG not saved: nothing is drawn");
+    menu.dispose();
   });
 });
