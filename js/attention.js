@@ -66,7 +66,11 @@ function render({ model, el: root }) {
   const menu = exportMenu({
     name: "attention_maps",
     csv: () => attentionCsv((k) => model.get(k)),
-    png: () => [...grid.querySelectorAll("canvas"), ...(model.get("selected")?.length ? [big] : []), chart],
+    png: () => [
+      ...[...grid.querySelectorAll("canvas")].map((canvas) => ({ canvas, title: canvas.getAttribute("title") ?? "" })),
+      ...(model.get("selected")?.length ? [{ canvas: big, title: bigTitle.textContent ?? "" }] : []),
+      { canvas: chart, title: "entropy per head over training (0: one token, 1: uniform)" },
+    ],
   });
   toolbar.append(menu.node);
   const bigCaption = el("div", { class: "nbviz-attn-caption nbviz-attn-readout" });

@@ -26,7 +26,16 @@ function render({ model, el: root }) {
   const badText = el("div", { class: "nbviz-nonfinite nbviz-lb-nonfinite-note" });
   const scroll = el("div", { class: "nbviz-lb-scroll" });
   const detail = el("div", { class: "nbviz-lb-detail" });
-  const menu = exportMenu({ name: "layer_browser", csv: () => layerTableCsv((k) => model.get(k)) });
+  const menu = exportMenu({
+    name: "layer_browser",
+    csv: () => layerTableCsv((k) => model.get(k)),
+    // the selected layer's charts, histograms and dead map
+    png: () =>
+      /** @type {HTMLCanvasElement[]} */ ([...detail.querySelectorAll("canvas")]).map((canvas) => ({
+        canvas,
+        title: canvas.parentElement?.querySelector(".nbviz-lb-chart-title, .nbviz-lb-caption")?.textContent ?? "",
+      })),
+  });
   const body = el("div", { class: "nbviz-lb" }, [el("div", { class: "nbviz-toolbar" }, [stepText, menu.node, notice]), badText, scroll, detail]);
   const histBox = el("div", { class: "nbviz-lb-hists" });
   const deadBox = el("div", { class: "nbviz-lb-deadbox" });

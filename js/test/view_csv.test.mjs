@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { attentionCsv, confusionCsv, fetchTable, findingsCsv, histogramCsv, layerTableCsv, modulesCsv } from "../lib/view_csv.js";
-import { exportMenu } from "../lib/export.js";
+import { exportMenu, stackCanvases } from "../lib/export.js";
 import { encodeArray } from "../lib/wire.js";
 import { find, settle, withDocument } from "./fake_dom.mjs";
 
@@ -151,5 +151,29 @@ describe("the download menu", () => {
     item("png").fire("click");
     assert.equal(note.textContent, "PNG not saved: nothing is drawn");
     menu.dispose();
+  });
+});
+
+describe("stacked pictures", () => {
+  it("puts a title line over a titled canvas and none over a bare one", () => {
+    /** @type {any[]} */
+    const drawn = [];
+    const ctx = new Proxy({}, { get: (_t, name) => (name === "fillText" || name === "drawImage" ? (/** @type {any[]} */ ...a) => drawn.push([name, ...a]) : () => {}), set: () => true });
+    const canvas = (/** @type {number} */ w, /** @type {number} */ h) => ({ width: w, height: h, getContext: () => ctx });
+    const before = globalThis.document;
+    globalThis.document = /** @type {any} */ ({ createElement: () => canvas(0, 0) });
+    try {
+      const a = canvas(100, 40);
+      const b = canvas(80, 30);
+      const out = stackCanvases([{ canvas: a, title: "fc1 <b>" }, /** @type {any} */ (b)]);
+      const line = Math.round(18 * (globalThis.devicePixelRatio ?? 1));
+      assert.equal(out.width, 100);
+      assert.equal(out.height, line + 40 + 30);
+      assert.deepEqual(drawn.map((d) => d[0]), ["fillText", "drawImage", "drawImage"]);
+      assert.equal(drawn[0][1], "fc1 <b>");
+      assert.deepEqual(drawn.slice(1).map((d) => d[3]), [line, line + 40]);
+    } finally {
+      globalThis.document = before;
+    }
   });
 });
