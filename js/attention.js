@@ -4,12 +4,14 @@
 // tokens: a click on a row (a query) or on a token colours what that token attends to.
 import { rgbToCss, viridis } from "./lib/color.js";
 import { el, fillSelect, on, select } from "./lib/dom.js";
+import { exportMenu } from "./lib/export.js";
 import { formatNumber, formatStep } from "./lib/format.js";
 import { bindCells, drawHeatmap } from "./lib/heatmap.js";
 import { makeScale, sizeCanvas, themeColors } from "./lib/linechart.js";
 import { listen, save } from "./lib/model.js";
 import { guard, present, viewState } from "./lib/state.js";
 import { snapIndex } from "./lib/steps.js";
+import { attentionCsv } from "./lib/view_csv.js";
 import { decodeArray } from "./lib/wire.js";
 
 const CELL = 72; // px per map in the grid
@@ -61,6 +63,16 @@ function render({ model, el: root }) {
   const chartCaption = el("div", { class: "nbviz-attn-caption" });
   const bigTitle = el("div", { class: "nbviz-hist-title nbviz-attn-bigtitle" });
   const big = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-attn-big" }));
+  const menu = exportMenu({
+    name: "attention_maps",
+    csv: () => attentionCsv((k) => model.get(k)),
+    png: () => [
+      ...[...grid.querySelectorAll("canvas")].map((canvas) => ({ canvas, title: canvas.getAttribute("title") ?? "" })),
+      ...(model.get("selected")?.length ? [{ canvas: big, title: bigTitle.textContent ?? "" }] : []),
+      { canvas: chart, title: "entropy per head over training (0: one token, 1: uniform)" },
+    ],
+  });
+  toolbar.append(menu.node);
   const bigCaption = el("div", { class: "nbviz-attn-caption nbviz-attn-readout" });
   const tokenStrip = el("div", { class: "nbviz-attn-tokens" });
   const tokenCaption = el("div", { class: "nbviz-attn-caption nbviz-attn-token-caption" });
@@ -299,6 +311,7 @@ function render({ model, el: root }) {
   draw();
   return () => {
     for (const stop of stops) stop();
+    menu.dispose();
   };
 }
 

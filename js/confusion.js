@@ -13,6 +13,7 @@ import { childView } from "./lib/child.js";
 import { classErrorsTable, listsCaption, pairsTable } from "./lib/confusion/lists.js";
 import { cellText, decodeMatrix, matrixView, percent } from "./lib/confusion/matrix.js";
 import { el, fillSelect, on, select } from "./lib/dom.js";
+import { exportMenu } from "./lib/export.js";
 import { formatNumber } from "./lib/format.js";
 import { bindCells } from "./lib/heatmap.js";
 import { listen, save } from "./lib/model.js";
@@ -20,6 +21,7 @@ import { batched } from "./lib/schedule.js";
 import { splitMenu } from "./lib/splits.js";
 import { guard, present, viewState } from "./lib/state.js";
 import { nextSort, sortableTable } from "./lib/table.js";
+import { confusionCsv } from "./lib/view_csv.js";
 
 /**
  * @typedef {{class: number, name: string, precision: number, recall: number, f1: number, support: number}} ClassRow
@@ -51,6 +53,11 @@ function render({ model, el: root }) {
     el("button", { class: "nbviz-cm-clear", text: "clear selection", attrs: { type: "button" } })
   );
   const splits = splitMenu(model);
+  const menu = exportMenu({
+    name: "confusion_matrix",
+    csv: () => confusionCsv((k) => model.get(k)),
+    png: () => (model.get("mode") === "matrix" ? [matrix.canvas] : []),
+  });
   const modeLabel = el("label", {}, ["show", modeSelect]);
   const toolbar = el("div", { class: "nbviz-toolbar" }, [
     splits.el,
@@ -58,6 +65,7 @@ function render({ model, el: root }) {
     el("label", {}, ["compare with", compareSelect]),
     stepText,
     clearButton,
+    menu.node,
   ]);
   const matrix = matrixView();
   const readout = el("div", { class: "nbviz-cm-readout" });
@@ -293,6 +301,7 @@ function render({ model, el: root }) {
     for (const stop of stops) stop();
     schedule.cancel();
     gallery.remove();
+    menu.dispose();
   };
 }
 

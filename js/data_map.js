@@ -8,12 +8,14 @@
 import { childView } from "./lib/child.js";
 import { REGIONS, mapColours, mapTicks, nearestPoint, toFraction } from "./lib/data_map.js";
 import { el, on, select } from "./lib/dom.js";
+import { exportMenu } from "./lib/export.js";
 import { listen, save } from "./lib/model.js";
 import { linearScale, pointSize } from "./lib/points.js";
 import { serialDraws } from "./lib/projector/draws.js";
 import { followStage, plotOnStage } from "./lib/projector/stage.js";
 import { throttle } from "./lib/schedule.js";
 import { guard, message, presentBeside, showFailure, viewState } from "./lib/state.js";
+import { fetchTable } from "./lib/view_csv.js";
 import { decodeArray, encodeArray } from "./lib/wire.js";
 
 /** Pixels from a click within which the nearest point is picked. */
@@ -28,8 +30,10 @@ function render({ model, el: root }) {
   root.classList.add("nbviz", "nbviz-datamap");
   const colourSelect = select("nbviz-dm-color", "colour by", COLOR_BY);
   const note = el("span", { class: "nbviz-dm-note nbviz-num" });
-  const toolbar = el("div", { class: "nbviz-toolbar" }, [el("label", {}, ["colour", colourSelect]), note]);
   const canvas = /** @type {HTMLCanvasElement} */ (el("canvas"));
+  // the points travel without ids: the table comes from the kernel
+  const menu = exportMenu({ name: "data_map", csv: () => fetchTable(model), png: () => [canvas] });
+  const toolbar = el("div", { class: "nbviz-toolbar" }, [el("label", {}, ["colour", colourSelect]), menu.node, note]);
   const regions = REGIONS.map((r) =>
     el("span", { class: "nbviz-dm-region", text: r.name, style: { left: `${100 * r.x}%`, top: `${100 * r.y}%` } }),
   );
@@ -231,6 +235,7 @@ function render({ model, el: root }) {
   return () => {
     for (const stop of stops) stop();
     for (const off of unbind) off();
+    menu.dispose();
     schedule.cancel();
     stopFollowing();
     draws.close();

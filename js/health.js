@@ -4,10 +4,12 @@
 // (the Dashboard opens it in the LayerBrowser) and, for a finding about samples,
 // selects them (Python fills `selected_ids`). Text from data goes in as text.
 import { el, on } from "./lib/dom.js";
+import { exportMenu } from "./lib/export.js";
 import { formatStep } from "./lib/format.js";
 import { causeText, followersText, groupFindings, groupShown, scoreText, whereText } from "./lib/health/tree.js";
 import { listen, save } from "./lib/model.js";
 import { guard, present, viewState } from "./lib/state.js";
+import { findingsCsv } from "./lib/view_csv.js";
 
 /** @typedef {import("./lib/health/tree.js").Finding} Finding */
 /** @typedef {import("./lib/health/tree.js").Verdict} Verdict */
@@ -58,9 +60,10 @@ function render({ model, el: root }) {
   const summary = el("span", { class: "nbviz-hr-summary" });
   const info = /** @type {HTMLInputElement} */ (el("input", { attrs: { type: "checkbox" } }));
   const list = el("ul", { class: "nbviz-hr-list", attrs: { role: "list" } });
+  const menu = exportMenu({ name: "health_report", csv: () => findingsCsv((k) => model.get(k)) });
   const body = el("div", { class: "nbviz-hr" }, [
     verdict,
-    el("div", { class: "nbviz-toolbar" }, [summary, el("label", {}, [info, "show info"])]),
+    el("div", { class: "nbviz-toolbar" }, [summary, el("label", {}, [info, "show info"]), menu.node]),
     list,
   ]);
 
@@ -161,6 +164,7 @@ function render({ model, el: root }) {
   draw();
   return () => {
     for (const stop of stops) stop();
+    menu.dispose();
   };
 }
 

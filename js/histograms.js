@@ -4,6 +4,7 @@
 import { drawValueAxis } from "./lib/axis.js";
 import { rgbToCss, viridis } from "./lib/color.js";
 import { el, fillSelect, on, select } from "./lib/dom.js";
+import { exportMenu, svgCanvas, svgDocument } from "./lib/export.js";
 import { formatNumber, formatStep } from "./lib/format.js";
 import { bindCells, drawHeatmap } from "./lib/heatmap.js";
 import { makeScale, sizeCanvas, themeColors } from "./lib/linechart.js";
@@ -11,6 +12,7 @@ import { listen, save } from "./lib/model.js";
 import { NONFINITE_CSS, nonfiniteSummary } from "./lib/nonfinite.js";
 import { guard, present, viewState } from "./lib/state.js";
 import { snapIndex } from "./lib/steps.js";
+import { histogramCsv } from "./lib/view_csv.js";
 import { decodeArray } from "./lib/wire.js";
 
 const WIDTH = 420;
@@ -89,6 +91,19 @@ function render({ model, el: root }) {
   ]);
   const ridge = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-hist-ridge" }));
   const heat = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-hist-heat" }));
+  const menu = exportMenu({
+    name: "histograms",
+    csv: () => histogramCsv((k) => model.get(k)),
+    png: () => [ridge, heat],
+    // the ridge plot as vectors (the heatmap is an image: PNG)
+    svg: () => {
+      const fake = svgCanvas(WIDTH, HEIGHT + AXIS);
+      drawRidge(/** @type {any} */ (fake), 1);
+      const title = `${model.get("layer")} ${model.get("signal")} over steps`;
+      return svgDocument([{ title, width: WIDTH, height: HEIGHT + AXIS, body: fake.body() }]);
+    },
+  });
+  toolbar.insertBefore(menu.node, notice);
   const heatAxis = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-hist-heat-axis" }));
   const strip = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-hist-heat-values" }));
   const ridgeCaption = el("div", { class: "nbviz-hist-caption nbviz-hist-current" });
@@ -154,8 +169,9 @@ function render({ model, el: root }) {
   const valueAxis = (/** @type {CanvasRenderingContext2D} */ ctx, /** @type {number} */ x0, /** @type {number} */ x1, /** @type {number} */ y, /** @type {number} */ lo, /** @type {number} */ hi) =>
     drawValueAxis(ctx, makeScale(lo, hi, x0, x1), { lo, hi, y, theme: themeColors(root) });
 
-  const drawRidge = () => {
-    const ctx = sizeCanvas(ridge, WIDTH, HEIGHT + AXIS);
+  /** The ridge plot on `target` (the view's canvas, or an svgCanvas for the SVG file). */
+  const drawRidge = (/** @type {HTMLCanvasElement} */ target = ridge, /** @type {number | undefined} */ dpr = undefined) => {
+    const ctx = sizeCanvas(target, WIDTH, HEIGHT + AXIS, dpr);
     if (!data || !data.rows) return;
     const { rows, bins, counts, lo, hi } = data;
     const colors = themeColors(root);
@@ -329,6 +345,7 @@ function render({ model, el: root }) {
   draw();
   return () => {
     for (const stop of stops) stop();
+    menu.dispose();
   };
 }
 

@@ -6,6 +6,7 @@
 // The pieces are in lib/layer_browser/: the table (layers.js), the charts and
 // histograms (charts.js), the dead map (dead_map.js) and the units (units.js).
 import { el, on } from "./lib/dom.js";
+import { exportMenu } from "./lib/export.js";
 import { formatStep } from "./lib/format.js";
 import { ObjectUrls } from "./lib/images.js";
 import { histogramBoxes, layerCharts } from "./lib/layer_browser/charts.js";
@@ -15,6 +16,7 @@ import { unitSection } from "./lib/layer_browser/units.js";
 import { listen, save } from "./lib/model.js";
 import { perFrame } from "./lib/schedule.js";
 import { guard, present, viewState } from "./lib/state.js";
+import { layerTableCsv } from "./lib/view_csv.js";
 
 /** @param {{model: import("./lib/model.js").AnyModel, el: HTMLElement}} ctx */
 function render({ model, el: root }) {
@@ -24,7 +26,17 @@ function render({ model, el: root }) {
   const badText = el("div", { class: "nbviz-nonfinite nbviz-lb-nonfinite-note" });
   const scroll = el("div", { class: "nbviz-lb-scroll" });
   const detail = el("div", { class: "nbviz-lb-detail" });
-  const body = el("div", { class: "nbviz-lb" }, [el("div", { class: "nbviz-toolbar" }, [stepText, notice]), badText, scroll, detail]);
+  const menu = exportMenu({
+    name: "layer_browser",
+    csv: () => layerTableCsv((k) => model.get(k)),
+    // the selected layer's charts, histograms and dead map
+    png: () =>
+      /** @type {HTMLCanvasElement[]} */ ([...detail.querySelectorAll("canvas")]).map((canvas) => ({
+        canvas,
+        title: canvas.parentElement?.querySelector(".nbviz-lb-chart-title, .nbviz-lb-caption")?.textContent ?? "",
+      })),
+  });
+  const body = el("div", { class: "nbviz-lb" }, [el("div", { class: "nbviz-toolbar" }, [stepText, menu.node, notice]), badText, scroll, detail]);
   const histBox = el("div", { class: "nbviz-lb-hists" });
   const deadBox = el("div", { class: "nbviz-lb-deadbox" });
   const unitBox = el("div", { class: "nbviz-lb-units" });
@@ -163,6 +175,7 @@ function render({ model, el: root }) {
   ];
   return () => {
     for (const stop of stops) stop();
+    menu.dispose();
     charts?.remove();
     dead?.remove();
     unitUrls.revoke();

@@ -4,10 +4,12 @@
 // top operators follow; one line states what the profiler itself cost.
 import { categoricalRgb, mix, rgbToCss } from "./lib/color.js";
 import { el, select } from "./lib/dom.js";
+import { exportMenu } from "./lib/export.js";
 import { formatNumber, formatStep } from "./lib/format.js";
 import { listen, save } from "./lib/model.js";
 import { guard, message, viewState } from "./lib/state.js";
 import { nextSort, sortableTable } from "./lib/table.js";
+import { modulesCsv } from "./lib/view_csv.js";
 
 export const PARTS = ["data", "forward", "backward", "optimizer", "other"];
 const PART_COLORS = { data: "#8e24aa", forward: "#1e88e5", backward: "#e53935", optimizer: "#43a047", other: "#9e9e9e" };
@@ -204,6 +206,7 @@ function render({ model, el: root }) {
   // operator table order is local to this view
   let opSort = "self_ms";
   let opDescending = true;
+  const menu = exportMenu({ name: "profiler_modules", csv: () => modulesCsv((k) => model.get(k)) });
 
   const draw = guard(root, "Drawing the profile", () => {
     const profile = model.get("profile") || {};
@@ -296,7 +299,7 @@ function render({ model, el: root }) {
       icicle.append(node);
     }
     const icicleBlock = el("div", {}, [
-      el("div", { class: "nbviz-toolbar" }, [crumbs, el("label", {}, ["width:", phaseSelect]), el("span", { class: "nbviz-notice", text: "click a module to zoom in, the top bar to zoom out" })]),
+      el("div", { class: "nbviz-toolbar" }, [crumbs, el("label", {}, ["width:", phaseSelect]), menu.node, el("span", { class: "nbviz-notice", text: "click a module to zoom in, the top bar to zoom out" })]),
       icicle,
     ]);
 
@@ -369,7 +372,11 @@ function render({ model, el: root }) {
   });
 
   draw();
-  return listen(model, ["profile", "zoom", "phase", "sort_by", "descending", "overhead", "notice", "empty", "error"], draw);
+  const stop = listen(model, ["profile", "zoom", "phase", "sort_by", "descending", "overhead", "notice", "empty", "error"], draw);
+  return () => {
+    stop();
+    menu.dispose();
+  };
 }
 
 export default { render };

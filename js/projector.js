@@ -6,6 +6,7 @@
 // cell in the Dashboard) fades every other point. Class names are data: textContent only.
 import { childView } from "./lib/child.js";
 import { el, fillSelect, on, select } from "./lib/dom.js";
+import { exportMenu } from "./lib/export.js";
 import { formatNumber } from "./lib/format.js";
 import { ObjectUrls } from "./lib/images.js";
 import { listen, save } from "./lib/model.js";
@@ -18,6 +19,7 @@ import { legendItems } from "./lib/projector/legend.js";
 import { throttle } from "./lib/schedule.js";
 import { splitMenu } from "./lib/splits.js";
 import { guard, message, presentBeside, showFailure, viewState } from "./lib/state.js";
+import { fetchTable } from "./lib/view_csv.js";
 import { decodeArray, encodeArray } from "./lib/wire.js";
 
 const METHODS = /** @type {const} */ ([
@@ -63,6 +65,8 @@ function render({ model, el: root }) {
   );
   const stepText = el("span", { class: "nbviz-pj-step" });
   const splits = splitMenu(model);
+  // the points travel without ids and with one byte per value: the table comes from the kernel
+  const menu = exportMenu({ name: "embedding_projector", csv: () => fetchTable(model), png: () => [canvas] });
   const toolbar = el("div", { class: "nbviz-toolbar" }, [
     splits.el,
     el("label", {}, ["layout", methodSelect]),
@@ -73,6 +77,7 @@ function render({ model, el: root }) {
     modeButtons.lasso,
     clearButton,
     resetButton,
+    menu.node,
     stepText,
   ]);
   const barFill = el("div", { style: { width: "0%" } });
@@ -393,6 +398,7 @@ function render({ model, el: root }) {
   model.on(UNANSWERED, unanswered);
   return () => {
     model.off(UNANSWERED, unanswered);
+    menu.dispose();
     for (const stop of stops) stop();
     schedule.cancel();
     requestSample.cancel();

@@ -10,10 +10,13 @@ import { el, on } from "./dom.js";
 /**
  * @typedef {object} ExportSources
  * @property {string} name  the file name's stem ("loss_curves")
- * @property {() => string} [csv]  the data as CSV text
- * @property {() => HTMLCanvasElement[]} [png]  the canvases drawn, stacked into one PNG
+ * @property {() => string | Promise<string>} [csv]  the data as CSV text (or its promise,
+ *   for a view that asks the kernel for its table)
+ * @property {() => Picture[]} [png]  the canvases drawn, stacked into one PNG
  * @property {() => string} [svg]  the drawing as SVG text
  */
+
+/** @typedef {HTMLCanvasElement | {canvas: HTMLCanvasElement, title?: string}} Picture  a canvas, or one with a title line */
 
 /**
  * Quote one CSV field (RFC 4180): fields with a comma, quote or line break in
@@ -56,14 +59,19 @@ export function download(filename, blob) {
 }
 
 /**
- * One canvas holding `canvases` stacked top to bottom on a plain background.
- * @param {HTMLCanvasElement[]} canvases
+ * One canvas holding `pictures` stacked top to bottom on a plain background, each
+ * under its title line where it has one (text from data drawn as text).
+ * @param {Picture[]} pictures
  * @param {string} [background]
  * @returns {HTMLCanvasElement}
  */
-export function stackCanvases(canvases, background = "#ffffff") {
+export function stackCanvases(pictures, background = "#ffffff") {
+  const items = pictures.map((p) => ("getContext" in p ? { canvas: p, title: "" } : { canvas: p.canvas, title: p.title ?? "" }));
+  const scale = globalThis.devicePixelRatio ?? 1;
+  const line = Math.round(18 * scale);
+  const canvases = items.map((i) => i.canvas);
   const width = Math.max(1, ...canvases.map((c) => c.width));
-  const height = Math.max(1, canvases.reduce((h, c) => h + c.height, 0));
+  const height = Math.max(1, items.reduce((h, i) => h + i.canvas.height + (i.title ? line : 0), 0));
   const out = /** @type {HTMLCanvasElement} */ (document.createElement("canvas"));
   out.width = width;
   out.height = height;
@@ -72,9 +80,16 @@ export function stackCanvases(canvases, background = "#ffffff") {
   ctx.fillStyle = background;
   ctx.fillRect(0, 0, width, height);
   let y = 0;
-  for (const c of canvases) {
-    ctx.drawImage(c, 0, y);
-    y += c.height;
+  for (const { canvas, title } of items) {
+    if (title) {
+      ctx.fillStyle = "#1f1f1f";
+      ctx.font = `600 ${Math.round(12 * scale)}px sans-serif`;
+      ctx.textBaseline = "middle";
+      ctx.fillText(title, Math.round(4 * scale), y + line / 2);
+      y += line;
+    }
+    ctx.drawImage(canvas, 0, y);
+    y += canvas.height;
   }
   return out;
 }
@@ -246,13 +261,30 @@ export function exportMenu(sources) {
   );
   const list = el("div", { class: "nbviz-export-list", attrs: { role: "menu" } }, items);
   list.hidden = true;
-  const node = el("span", { class: "nbviz-export" }, [button, list]);
+  const note = el("span", { class: "nbviz-export-note" });
+  const node = el("span", { class: "nbviz-export" }, [button, list, note]);
   const save = (/** @type {string} */ format) => {
     const stem = sources.name;
-    if (format === "csv" && sources.csv) download(`${stem}.csv`, new Blob([sources.csv()], { type: "text/csv" }));
+    note.textContent = "";
+    if (format === "csv" && sources.csv) {
+      const csv = sources.csv;
+      Promise.resolve()
+        .then(() => csv())
+        .then(
+          (text) => download(`${stem}.csv`, new Blob([text], { type: "text/csv" })),
+          (/** @type {unknown} */ err) => {
+            note.textContent = `CSV not saved: ${err instanceof Error ? err.message : String(err)}`;
+          },
+        );
+    }
     if (format === "svg" && sources.svg) download(`${stem}.svg`, new Blob([sources.svg()], { type: "image/svg+xml" }));
     if (format === "png" && sources.png) {
-      const canvas = stackCanvases(sources.png());
+      const drawn = sources.png();
+      if (!drawn.length) {
+        note.textContent = "PNG not saved: nothing is drawn";
+        return;
+      }
+      const canvas = stackCanvases(drawn);
       canvas.toBlob((blob) => {
         if (blob) download(`${stem}.png`, blob);
       }, "image/png");

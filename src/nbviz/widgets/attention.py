@@ -23,7 +23,8 @@ import traitlets
 from nbviz.widgets.checks import id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
-from nbviz.widgets.wire import array_trait_payload
+from nbviz.widgets.view_data import frame, heatmap_figure
+from nbviz.widgets.wire import array_from_payload, array_trait_payload
 
 __all__ = ["COLLAPSED", "UNIFORM", "AttentionMaps", "head_flags"]
 
@@ -61,6 +62,10 @@ class AttentionMaps(LiveView):
         The step in view (default: the latest capture).
     live
         Follow the run while it grows.
+
+    ``data()`` is the shown sample's maps as a DataFrame (the view's menu
+    downloads it as CSV, the maps as PNG), ``figure()`` one map as a bqplot
+    ``GridHeatMap``.
     """
 
     _esm = esm("attention")
@@ -201,6 +206,81 @@ class AttentionMaps(LiveView):
     @reacts_to("step", "sample")
     def _on_step(self, change: Any) -> None:
         self._fill_maps()
+
+    # -- the data, for people and other tools ----------------------------------------------
+
+    def _grid(self) -> np.ndarray:
+        if not self.maps:
+            return np.zeros((0, 0, 0, 0), dtype=np.float32)
+        return np.asarray(array_from_payload(self.maps), dtype=np.float32)
+
+    def _pick(self, layer: int | str | None, head: int | None) -> tuple[list[int], list[int]]:
+        """Layer indices and heads asked for (None: every one), checked against the maps."""
+        grid = self._grid()
+        layers, heads = list(range(grid.shape[0])), list(range(grid.shape[1]))
+        if isinstance(layer, str):
+            if layer not in self.layers:
+                raise ValueError(
+                    f"AttentionMaps: no layer {layer!r}; layers: {', '.join(self.layers)}"
+                )
+            layer = self.layers.index(layer)
+        if layer is not None:
+            if layer not in layers:
+                raise ValueError(f"AttentionMaps: layer index {layer} outside 0..{len(layers) - 1}")
+            layers = [int(layer)]
+        if head is not None:
+            if head not in heads:
+                raise ValueError(f"AttentionMaps: head {head} outside 0..{len(heads) - 1}")
+            heads = [int(head)]
+        return layers, heads
+
+    def data(self, layer: int | str | None = None, head: int | None = None) -> Any:
+        """The shown sample's attention maps at the capture shown, one row per weight.
+
+        Columns ``step, sample, layer, head, query, key, query_token, key_token,
+        weight``. ``layer`` (a name or an index) and ``head`` narrow it to one
+        layer or head; by default every map of the grid.
+        """
+        columns = ["step", "sample", "layer", "head", "query", "key"]
+        columns += ["query_token", "key_token", "weight"]
+        grid = self._grid()
+        if not grid.size:
+            return frame([], columns)
+        layers, heads = self._pick(layer, head)
+        sub = grid[np.ix_(layers, heads)]
+        li, hi, qi, ki = (a.reshape(-1) for a in np.indices(sub.shape))
+        tokens = list(self.tokens) + [str(k) for k in range(len(self.tokens), sub.shape[3])]
+        return frame(
+            {
+                "step": np.full(sub.size, self.shown_step, dtype=np.int64),
+                "sample": np.full(sub.size, self.sample, dtype=np.int64),
+                "layer": [self.layers[layers[i]] for i in li],
+                "head": np.asarray(heads)[hi],
+                "query": qi,
+                "key": ki,
+                "query_token": [tokens[q] for q in qi],
+                "key_token": [tokens[k] for k in ki],
+                "weight": sub.reshape(-1).astype(np.float64),
+            },
+            columns,
+        )
+
+    def figure(self, layer: int | str | None = None, head: int | None = None) -> Any:
+        """One map (default: the one opened large, else the first layer's first head)
+        as a bqplot ``GridHeatMap``: rows are queries, columns keys."""
+        if not self._grid().size:
+            raise ValueError(f"AttentionMaps.figure: no maps at or before step {self.step}")
+        if layer is None and head is None and self.selected:
+            layer, head = self.selected
+        layers, heads = self._pick(0 if layer is None else layer, 0 if head is None else head)
+        grid = self._grid()[layers[0], heads[0]]
+        return heatmap_figure(
+            grid,
+            title=f"{self.layers[layers[0]]} head {heads[0]}, sample {self.sample}, "
+            f"step {self.shown_step}",
+            row_label="query",
+            column_label="key",
+        )
 
 
 AttentionMaps._css = view_css(

@@ -49,6 +49,7 @@ import traitlets
 from nbviz.analysis import metrics
 from nbviz.widgets.base import child_view
 from nbviz.widgets.checks import check_choice, check_int
+from nbviz.widgets.confusion_data import confusion_figure, confusion_frame
 from nbviz.widgets.confusion_lists import LIST_ROWS, class_error_rows, list_scores, pair_rows
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.gallery import SampleGallery
@@ -96,6 +97,10 @@ class ConfusionMatrix(LiveView):
         (fractions of the predicted class: precision); also chosen in the view.
     live
         Follow the run while it grows.
+
+    ``data()`` is the matrix (or, in list mode, the most-confused pairs) as a
+    DataFrame, the table the view's menu downloads as CSV; ``figure()`` the
+    matrix as a bqplot ``GridHeatMap``.
     """
 
     _esm = esm("confusion")
@@ -219,6 +224,20 @@ class ConfusionMatrix(LiveView):
             if self._preds is not None
             else pd.DataFrame(columns=["step", "id", "label", "pred", "loss", "confidence"])
         )
+
+    def data(self) -> pd.DataFrame:
+        """The evaluation in view as a tidy DataFrame, one row per (true, predicted) pair.
+
+        Columns ``step, true, predicted, true_name, predicted_name, count, rate``
+        (``rate``: the count over the true class's samples). Matrix mode: every
+        cell; list mode: the most-confused pairs the view lists.
+        """
+        return confusion_frame(self)
+
+    def figure(self) -> Any:
+        """The matrix as a bqplot ``GridHeatMap`` (rows: true class), normalised as shown;
+        a ``ValueError`` in list mode, where there is no matrix."""
+        return confusion_figure(self)
 
     # -- validation and events -----------------------------------------------------------
 

@@ -33,7 +33,8 @@ from nbviz.widgets.frontend import esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import LiveView, reacts_to, view_css
 from nbviz.widgets.point_selection import PointSelection
-from nbviz.widgets.wire import array_trait_payload
+from nbviz.widgets.view_data import answer_table_requests, frame, scatter_figure
+from nbviz.widgets.wire import array_from_payload, array_trait_payload
 
 __all__ = ["COLOR_BY", "DataMap"]
 
@@ -63,6 +64,9 @@ class DataMap(PointSelection, LiveView):
 
     Traits: ``selected_ids`` (the clicked sample, settable), ``color_by``,
     ``gallery`` (the embedded SampleGallery, made on the first selection).
+
+    ``data()`` is the map's samples as a DataFrame (the view's menu downloads
+    it as CSV), ``figure()`` a bqplot scatter of variability against confidence.
     """
 
     _esm = esm("data_map")
@@ -93,6 +97,7 @@ class DataMap(PointSelection, LiveView):
         self._run = run
         self._ids = np.zeros(0, dtype=np.int64)
         self.dynamics = pd.DataFrame()
+        answer_table_requests(self)
         with self._building([run], live):
             self.split = split
             self.color_by = color_by
@@ -182,6 +187,33 @@ class DataMap(PointSelection, LiveView):
         if self.gallery is not None:
             self.gallery.split = self.split
         self._rebuild()
+
+    def data(self) -> pd.DataFrame:
+        """One row per sample on the map: the columns of ``run.sample_dynamics``
+        (``id, label, confidence, variability, correctness, aum, mislabel_score``, ...)
+        and ``suspect`` (flagged as likely mislabelled). Empty before two evaluations."""
+        dyn = getattr(self, "dynamics", None)
+        if dyn is None or not len(dyn) or not self.points:
+            return frame([], ["id", "label", "confidence", "variability", "suspect"])
+        out = dyn.reset_index(drop=True).copy()
+        out["suspect"] = np.asarray(array_from_payload(self.points["suspect"])).astype(bool)
+        return out
+
+    def figure(self) -> Any:
+        """The map as a bqplot ``Scatter``: variability (x) against confidence (y),
+        coloured by correctness."""
+        table = self.data()
+        if not len(table):
+            raise ValueError(f"DataMap.figure: nothing on the map ({self.empty})")
+        return scatter_figure(
+            table["variability"],
+            table["confidence"],
+            title=f"data map of {self.split}",
+            x_label="variability",
+            y_label="confidence",
+            color=table["correctness"],
+            color_label="correctness",
+        )
 
     def close(self) -> None:
         if getattr(self, "gallery", None) is not None:

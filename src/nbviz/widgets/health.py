@@ -28,6 +28,7 @@ from nbviz.analysis.checks.losses import outlines_shared
 from nbviz.analysis.triage import triage
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, view_css
+from nbviz.widgets.view_data import frame
 
 __all__ = ["HealthReport", "badges_of"]
 
@@ -56,6 +57,21 @@ def badges_of(findings: list[dict[str, Any]]) -> dict[str, list[str]]:
     return out
 
 
+FINDING_COLUMNS = [
+    "id",
+    "check",
+    "layer",
+    "step",
+    "severity",
+    "message",
+    "cause",
+    "root",
+    "advice",
+    "evidence",
+]
+"""The columns of ``HealthReport.data()`` (and of its CSV download)."""
+
+
 class HealthReport(LiveView):
     """The findings of ``run.diagnose()``, worst first; a click goes to the finding.
 
@@ -72,6 +88,9 @@ class HealthReport(LiveView):
     -1 for none), ``selected_ids`` and ``selected_split`` (the samples a clicked
     finding is about), ``expanded`` (ids of the roots shown with their
     consequences), ``show_info``.
+
+    ``data()`` is the findings as a DataFrame, the table the view's menu
+    downloads as CSV. The findings are a list, not a plot: ``figure()`` says so.
     """
 
     _esm = esm("health")
@@ -129,6 +148,21 @@ class HealthReport(LiveView):
             order = np.argsort(-wrong["loss"].fillna(-np.inf).to_numpy(), kind="stable")
             return split, [int(i) for i in wrong["id"].to_numpy()[order]]
         return "", []
+
+    def data(self) -> Any:
+        """The findings the view lists, worst first, as a tidy DataFrame.
+
+        Columns ``id, check, layer, step, severity, message, cause, root, advice,
+        evidence`` (``step`` None for run-level findings, ``evidence`` as JSON text).
+        """
+        return frame(self.findings, FINDING_COLUMNS)
+
+    def figure(self) -> Any:
+        """Not drawn: the findings are a list, not a plot. Raises ``TypeError``."""
+        raise TypeError(
+            "HealthReport.figure: the findings are a list, not a plot; "
+            "HealthReport.data() gives them as a DataFrame"
+        )
 
     def badges(self) -> dict[str, list[str]]:
         """The worst finding per layer, as ``LayerBrowser.badges`` takes them."""

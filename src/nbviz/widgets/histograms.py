@@ -24,7 +24,8 @@ from nbviz.widgets.checks import check_choice, check_known
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 from nbviz.widgets.sampling import count_text, evenly
-from nbviz.widgets.wire import array_trait_payload
+from nbviz.widgets.view_data import bars_figure, frame
+from nbviz.widgets.wire import array_from_payload, array_trait_payload
 
 __all__ = ["Histograms", "common_bins"]
 
@@ -81,6 +82,11 @@ class Histograms(LiveView):
         Layer or parameter name (``"fc1.weight"`` for weights); default: the first.
     live
         Follow the run while it grows.
+
+    ``histogram()`` is the histogram at the step as a DataFrame (the view's
+    menu downloads it as CSV, the plots as PNG), ``ridge()`` the history the
+    ridge and heatmap draw, ``figure()`` the histogram at the step as a bqplot
+    bar chart. (The ``data`` trait is the history as sent to the browser.)
     """
 
     _esm = esm("histograms")
@@ -233,6 +239,78 @@ class Histograms(LiveView):
             "overflow": int(rows.overflow[0]),
             "nonfinite": int(rows.nonfinite[0]),
         }
+
+    # -- the data, for people and other tools ----------------------------------------------
+
+    def histogram(self) -> Any:
+        """The histogram at ``step`` (the latest at or before it), one row per bin.
+
+        Columns ``layer, signal, step, bin, lo, hi, count``: ``lo``/``hi`` are the
+        bin's edges on the uniform bins the view draws. Empty before the first
+        histogram.
+        """
+        columns = ["layer", "signal", "step", "bin", "lo", "hi", "count"]
+        cur = self.current
+        if not cur:
+            return frame([], columns)
+        counts = np.asarray(array_from_payload(cur["counts"]), dtype=np.float64)
+        edges = np.linspace(cur["lo"], cur["hi"], len(counts) + 1)
+        n = len(counts)
+        return frame(
+            {
+                "layer": [cur["layer"]] * n,
+                "signal": [self.signal] * n,
+                "step": np.full(n, int(cur["step"]), dtype=np.int64),
+                "bin": np.arange(n),
+                "lo": edges[:-1],
+                "hi": edges[1:],
+                "count": counts,
+            },
+            columns,
+        )
+
+    def ridge(self) -> Any:
+        """The history the ridge plot and heatmap draw: one row per step and bin.
+
+        Columns ``step, bin, lo, hi, count``, on the bins the steps share (each
+        step's histogram re-binned onto them); long histories are sampled
+        (``notice`` says so).
+        """
+        columns = ["step", "bin", "lo", "hi", "count"]
+        d = self.data
+        if not d:
+            return frame([], columns)
+        steps = np.asarray(array_from_payload(d["steps"]), dtype=np.float64).astype(np.int64)
+        counts = np.asarray(array_from_payload(d["counts"]), dtype=np.float64)
+        counts = counts.reshape(len(steps), -1)
+        bins = counts.shape[1]
+        edges = np.linspace(d["lo"], d["hi"], bins + 1)
+        return frame(
+            {
+                "step": np.repeat(steps, bins),
+                "bin": np.tile(np.arange(bins), len(steps)),
+                "lo": np.tile(edges[:-1], len(steps)),
+                "hi": np.tile(edges[1:], len(steps)),
+                "count": counts.reshape(-1),
+            },
+            columns,
+        )
+
+    def figure(self) -> Any:
+        """The histogram at ``step`` as a bqplot bar chart (bins labelled by their centre)."""
+        table = self.histogram()
+        if not len(table):
+            raise ValueError(
+                f"Histograms.figure: no {self.signal} histogram at or before step {self.step}"
+            )
+        centres = (table["lo"] + table["hi"]) / 2
+        step = int(table["step"].iloc[0])
+        return bars_figure(
+            [f"{c:.3g}" for c in centres],
+            table["count"].to_numpy(),
+            title=f"{self.layer} {self.signal} at step {step}",
+            y_label="count",
+        )
 
 
 Histograms._css = view_css(

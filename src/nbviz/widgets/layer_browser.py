@@ -28,15 +28,24 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import traitlets
 
-from nbviz.widgets.checks import check_split
+from nbviz.widgets.checks import check_choice, check_split
 from nbviz.widgets.frontend import esm
-from nbviz.widgets.layer_detail import HistogramsAtStep, dead_map, stats_detail
-from nbviz.widgets.layer_table import layer_rows, recorded_layers, sparklines, values_at
+from nbviz.widgets.layer_detail import STAT_FIELDS, HistogramsAtStep, dead_map, stats_detail
+from nbviz.widgets.layer_table import (
+    METRICS,
+    layer_rows,
+    recorded_layers,
+    sparklines,
+    values_at,
+)
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 from nbviz.widgets.splits import choose_split
 from nbviz.widgets.unit_explorer import UnitExplorer
+from nbviz.widgets.view_data import bars_figure, frame
 from nbviz.widgets.wire import array_from_payload
 
 __all__ = ["LayerBrowser"]
@@ -59,6 +68,10 @@ class LayerBrowser(LiveView):
     Traits: ``step`` and ``selected_layer`` (synced, clicking a row sets it),
     ``badges`` (``{layer: [severity, text]}`` or a list of such pairs per
     layer, shown beside the layer; severity info, warning or error).
+
+    ``data()`` is the table at the step as a DataFrame (the view's menu
+    downloads it as CSV), ``series()`` the selected layer's statistics over
+    steps, ``figure(metric)`` a bqplot bar chart of one column of the table.
     """
 
     _esm = esm("layer_browser")
@@ -289,6 +302,72 @@ class LayerBrowser(LiveView):
             values = array_from_payload(entry["values"])
             out[metric] = {row["name"]: float(v) for row, v in zip(self._rows, values)}
         return out
+
+    # -- the data, for people and other tools ----------------------------------------------
+
+    def data(self) -> Any:
+        """The table at ``step`` as a tidy DataFrame, one row per layer.
+
+        Columns ``layer, type, shape, params``, then for each health sign
+        (``zero_frac``, ``grad_norm``, ``update_ratio``) its value at the step
+        (NaN: none), ``<sign>_step`` (the capture it comes from, -1: none) and
+        ``<sign>_nonfinite`` (non-finite values left out of it).
+        """
+        cols = {
+            "layer": [r["name"] for r in self._rows],
+            "type": [r["type"] for r in self._rows],
+            "shape": [r["shape"] for r in self._rows],
+            "params": [int(r["params"]) for r in self._rows],
+        }
+        n = len(self._rows)
+        for metric in METRICS:
+            entry = self.current.get(metric)
+            if entry is None:
+                values, bad, at = np.full(n, np.nan), np.zeros(n), -1
+            else:
+                values = np.asarray(array_from_payload(entry["values"]), dtype=np.float64)
+                bad = np.asarray(array_from_payload(entry["nonfinite"]), dtype=np.float64)
+                at = int(entry["step"])
+            cols[metric] = values
+            cols[f"{metric}_step"] = np.full(n, at, dtype=np.int64)
+            cols[f"{metric}_nonfinite"] = bad.astype(np.int64)
+        return frame(cols, list(cols))
+
+    def series(self) -> Any:
+        """The selected layer's statistics over steps, as its detail draws them.
+
+        Columns ``label, signal, layer, step`` and ``mean, std, min, max, norm,
+        zero_frac, rel, nonfinite``; one row per capture (or per bucket of
+        captures on a long run: the detail's ``notice`` says so). Empty when no
+        layer is selected.
+        """
+        columns = ["label", "signal", "layer", "step", *STAT_FIELDS]
+        parts = []
+        for s in self.detail.get("series", []):
+            steps = np.asarray(array_from_payload(s["steps"]), dtype=np.int64)
+            cols: dict[str, Any] = {
+                "label": [s["label"]] * len(steps),
+                "signal": [s["signal"]] * len(steps),
+                "layer": [s["layer"]] * len(steps),
+                "step": steps,
+            }
+            cols.update({f: np.asarray(array_from_payload(s[f])) for f in STAT_FIELDS})
+            parts.append(frame(cols, columns))
+        if not parts:
+            return frame([], columns)
+        return pd.concat(parts, ignore_index=True)
+
+    def figure(self, metric: str = "grad_norm") -> Any:
+        """One column of the table at ``step`` (``zero_frac``, ``grad_norm`` or
+        ``update_ratio``) as a bqplot bar chart, one bar per layer."""
+        check_choice("LayerBrowser.figure", "metric", metric, METRICS)
+        table = self.data()
+        return bars_figure(
+            table["layer"].tolist(),
+            table[metric].to_numpy(),
+            title=f"{metric} at step {self.step}",
+            y_label=metric,
+        )
 
 
 LayerBrowser._css = view_css(

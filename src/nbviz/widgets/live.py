@@ -187,6 +187,8 @@ TRAINING_CSS = """
 .nbviz-export-item { font: inherit; border: none; background: transparent; color: inherit;
   padding: 3px 14px; cursor: pointer; text-align: left; }
 .nbviz-export-item:hover { background: var(--jp-layout-color2, #eeeeee); }
+.nbviz-export-note { color: #b71c1c; margin-left: 0.4em; }
+.nbviz-export-note:empty { display: none; }
 """
 
 

@@ -30,6 +30,7 @@ from nbviz.store import Reader
 from nbviz.widgets.checks import check_int, check_known
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
+from nbviz.widgets.view_data import bars_figure, frame
 
 __all__ = ["Profiler"]
 
@@ -68,6 +69,10 @@ class Profiler(LiveView):
     module the icicle is zoomed to, "" for the whole model), ``phase``
     (``"total"``, ``"forward"`` or ``"backward"``: what the icicle's widths show),
     ``sort_by`` and ``descending`` (the module table's order).
+
+    ``data()`` is the module table as a DataFrame (the view's menu downloads it
+    as CSV, the icicle as PNG), ``figure()`` a bqplot bar chart of the slowest
+    modules' self time.
     """
 
     _esm = esm("profiler")
@@ -155,6 +160,27 @@ class Profiler(LiveView):
     def modules(self) -> pd.DataFrame:
         """The module table of the profile shown, slowest self time first."""
         return self._shown().modules()
+
+    def data(self) -> pd.DataFrame:
+        """The module table of the profile shown, slowest self time first; empty (same
+        columns) when no profile is shown. Columns: ``name, type, parent, depth, calls,
+        self_ms, total_ms, pct, forward_self_ms, forward_ms, backward_self_ms,
+        backward_ms, device_ms, memory_bytes, device_memory_bytes, input_shapes``."""
+        if self.result is None:
+            return frame([], list(MODULE_COLUMNS))
+        return self.modules()
+
+    def figure(self, top: int = 15) -> Any:
+        """The ``top`` modules by self time as a bqplot bar chart (milliseconds per step)."""
+        if top < 1:
+            raise ValueError(f"Profiler.figure: top must be >= 1, got {top}")
+        table = self._shown().modules().head(top)
+        return bars_figure(
+            table["name"].tolist(),
+            table["self_ms"].to_numpy(),
+            title=f"self time per module at step {self.profile.get('step', '')}",
+            y_label="ms per step",
+        )
 
     def operators(self) -> pd.DataFrame:
         """The top operators of the profile shown."""

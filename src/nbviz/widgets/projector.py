@@ -19,6 +19,10 @@ clusters forming in place.
 Box or lasso selection sets ``selected_ids`` and shows those samples in the
 embedded :class:`SampleGallery`; ``highlight_ids`` (set by a confusion-matrix
 cell in the Dashboard) highlights points without selecting them.
+
+This file is a little over 500 lines because the class's traits and reactions
+belong together; what can stand alone already does (projector_points,
+projector_job).
 """
 
 from __future__ import annotations
@@ -39,12 +43,15 @@ from nbviz.widgets.live import LiveView, linked_step, opening_step, reacts_to, v
 from nbviz.widgets.point_selection import PointSelection
 from nbviz.widgets.projector_job import Job, LayoutJobs
 from nbviz.widgets.projector_points import (
+    color_values,
     indices_of,
     point_arrays,
+    points_figure,
     prediction_frame,
 )
 from nbviz.widgets.samples import sample_payload
 from nbviz.widgets.splits import check_switch, followed_split, opening_split, split_choices
+from nbviz.widgets.view_data import answer_table_requests
 from nbviz.widgets.wire import array_from_payload, array_trait_payload
 
 __all__ = ["COLOR_BY", "EmbeddingProjector"]
@@ -79,6 +86,9 @@ class EmbeddingProjector(PointSelection, LiveView):
         Align each step's layout onto the previous one (default True).
     live
         Follow the run while it grows.
+
+    ``data()`` is the points on screen as a DataFrame (the view's menu downloads
+    it as CSV), ``figure()`` a bqplot scatter of them.
     """
 
     _esm = esm("projector")
@@ -151,6 +161,7 @@ class EmbeddingProjector(PointSelection, LiveView):
         self._jobs = LayoutJobs(self, run, self._deliver)
         self._shown_key: tuple[Any, ...] | None = None
         self._auto_colour = color_by is None  # chosen once the points say what they have
+        answer_table_requests(self)
         with self._building([run], live):
             self.splits = splits
             self.split = split
@@ -418,6 +429,18 @@ class EmbeddingProjector(PointSelection, LiveView):
         out.insert(1, "x", xy[:, 0])
         out.insert(2, "y", xy[:, 1])
         return out
+
+    def data(self) -> pd.DataFrame:
+        """The points on screen, one row per sample: ``id, x, y, label, pred, loss,
+        confidence, color`` (``x, y`` as drawn, in [-1, 1]; ``color`` the value the
+        point is coloured by under ``color_by``, NaN where unknown)."""
+        out = self.points_frame()
+        out["color"] = color_values(self._frame if len(out) else out, self.color_by)
+        return out
+
+    def figure(self) -> Any:
+        """The points on screen as a bqplot ``Scatter`` coloured by ``color_by``."""
+        return points_figure(self.data(), self)
 
     def close(self) -> None:
         """Stop the background projection and following the run; close the view."""

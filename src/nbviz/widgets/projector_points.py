@@ -14,9 +14,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nbviz.widgets.view_data import scatter_figure
 from nbviz.widgets.wire import array_trait_payload
 
-__all__ = ["indices_of", "normalized", "point_arrays", "prediction_frame"]
+__all__ = [
+    "color_values",
+    "indices_of",
+    "normalized",
+    "point_arrays",
+    "points_figure",
+    "prediction_frame",
+]
 
 
 def normalized(coords: np.ndarray) -> np.ndarray:
@@ -128,3 +136,34 @@ def indices_of(shown: np.ndarray, order: np.ndarray, ids: list[int]) -> np.ndarr
     pos = np.clip(pos, 0, len(shown) - 1)
     hit = shown[order][pos] == wanted
     return np.sort(order[pos[hit]]).astype(np.uint32)
+
+
+def color_values(frame: pd.DataFrame, color_by: str) -> np.ndarray:
+    """The value each point of ``frame`` is coloured by under ``color_by`` (a projector's
+    ``COLOR_BY``), as float64: class codes, 1/0 for correct, the number itself; NaN
+    where unknown (and everywhere for ``"none"``)."""
+    column = {"label": "label", "prediction": "pred", "confidence": "confidence"}
+    column.update({"loss": "loss", "target": "target"})
+    if color_by in column and column[color_by] in frame:
+        return frame[column[color_by]].to_numpy(dtype=np.float64, na_value=np.nan)
+    if color_by == "correct":
+        label = frame["label"].to_numpy(dtype=np.float64, na_value=np.nan)
+        pred = frame["pred"].to_numpy(dtype=np.float64, na_value=np.nan)
+        ok = np.isfinite(label) & np.isfinite(pred)
+        return np.where(ok, (label == pred).astype(np.float64), np.nan)
+    return np.full(len(frame), np.nan)
+
+
+def points_figure(table: pd.DataFrame, view: Any) -> Any:
+    """``table`` (a projector's ``data()``) as a bqplot ``Scatter`` coloured as ``view`` is."""
+    if not len(table):
+        raise ValueError(f"EmbeddingProjector.figure: no points on screen ({view.status})")
+    return scatter_figure(
+        table["x"],
+        table["y"],
+        title=f"{view.layer or 'embedding'} at step {view.shown_step} ({view.shown_method})",
+        x_label="x",
+        y_label="y",
+        color=None if view.color_by == "none" else table["color"],
+        color_label=view.color_by,
+    )
