@@ -258,7 +258,7 @@ def trained_run(path: Path, width: int, batch: int, steps: int) -> tuple[Net, Ca
 
 
 def test_profile_is_stored_in_the_run_and_read_back_after_reopening(tmp_path: Path) -> None:
-    model, step, run = trained_run(tmp_path / "run", width=192, batch=64, steps=3)
+    model, step, run = trained_run(tmp_path / "run", width=384, batch=128, steps=3)
     result = run.profile(model, step, steps=2, warmup=0, wait=0, baseline=1)
     assert result.step == 2  # the last logged step
     run.profile(model, step, step=7, steps=2, warmup=0, wait=0, baseline=0, keep_trace=False)
