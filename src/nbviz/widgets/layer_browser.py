@@ -294,10 +294,22 @@ class LayerBrowser(LiveView):
 LayerBrowser._css = view_css(
     """
 .nbviz-lb { display: flex; flex-direction: column; gap: 8px; }
-.nbviz-lb-table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+.nbviz-lb-table { border-collapse: collapse; font-variant-numeric: tabular-nums;
+  width: 100%; max-width: 1100px; table-layout: fixed; }
 .nbviz-lb-table th { text-align: left; font-weight: 600; padding: 2px 8px;
-  border-bottom: 1px solid var(--jp-border-color1, #bdbdbd); white-space: nowrap; }
-.nbviz-lb-table td { padding: 1px 8px; white-space: nowrap; vertical-align: middle; }
+  border-bottom: 1px solid var(--jp-border-color1, #bdbdbd); white-space: nowrap;
+  overflow: hidden; text-overflow: ellipsis; }
+.nbviz-lb-table td { padding: 1px 8px; white-space: nowrap; vertical-align: middle;
+  overflow: hidden; text-overflow: ellipsis; }
+.nbviz-lb-table th.nbviz-lb-name { width: 19%; }
+.nbviz-lb-table th.nbviz-lb-type, .nbviz-lb-table th.nbviz-lb-shape { width: 10%; }
+.nbviz-lb-table th.nbviz-lb-num { width: 9%; }
+.nbviz-lb-table th.nbviz-lb-m { width: 17.33%; }
+.nbviz-lb-table td.nbviz-lb-m, .nbviz-lb-table th.nbviz-lb-m { padding: 1px 4px; }
+.nbviz-lb-name-box { display: flex; align-items: center; gap: 4px; min-width: 0; }
+.nbviz-lb-layer-name { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis;
+  direction: rtl; text-align: left; }
+.nbviz-lb-name-box .nbviz-badge { flex: none; }
 .nbviz-lb-row { cursor: pointer; }
 .nbviz-lb-row:hover { background: var(--jp-layout-color2, #f5f5f5); }
 .nbviz-lb-row.nbviz-selected { background: var(--jp-brand-color3, #bbdefb); }
