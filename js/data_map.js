@@ -66,7 +66,7 @@ function render({ model, el: root }) {
   const selectedText = el("div", { class: "nbviz-dm-selected" });
   // in a saved page, where a click's sample is not held: why, in place of the gallery
   const unanswered = el("div", { class: "nbviz-dm-unanswered nbviz-message", attrs: { role: "status" } });
-  unanswered.hidden = true;
+  unanswered.style.display = "none";
   const galleryHost = el("div", { class: "nbviz-dm-gallery" });
   const body = el("div", { class: "nbviz-dm-body" }, [
     toolbar,
@@ -120,8 +120,8 @@ function render({ model, el: root }) {
   };
 
   const showAnswered = () => {
-    unanswered.hidden = true;
-    galleryHost.hidden = false;
+    unanswered.style.display = "none";
+    galleryHost.style.display = "";
   };
 
   // a saved page has no kernel: a click whose sample it does not hold says so where the
@@ -133,8 +133,8 @@ function render({ model, el: root }) {
       "This saved page does not hold the sample of this point" +
       (listed ? `: it holds those of the ${listed} most likely mislabelled (the list beside the map)` : "") +
       ". Open the run in a notebook to see any sample.";
-    unanswered.hidden = false;
-    galleryHost.hidden = true;
+    unanswered.style.display = "";
+    galleryHost.style.display = "none";
   };
   model.on(UNANSWERED, onUnanswered);
 

@@ -107,3 +107,140 @@ def test_the_layer_table_fits_an_output_area_of_848_px(
         " return r.left < t.left || r.right > t.right; }).length"
     )
     assert clipped == 0
+
+
+def _nonfinite_loss_run(path: Path) -> Path:
+    """A linear regression evaluated on six inputs, one NaN and one +inf: losses NaN, +inf."""
+    x = torch.randn(6, 4, generator=torch.Generator().manual_seed(0))
+    x[1, 0], x[2, 0] = float("nan"), float("inf")
+    model = nn.Linear(4, 1)
+    with torch.no_grad():
+        model.weight.fill_(1.0)
+        model.bias.fill_(0.0)
+    with nbviz.Run(path) as run:
+        run.log_samples(x.numpy())
+        run.evaluate(5, model, [(x, torch.zeros(6, 1))], loss_fn=nn.MSELoss(reduction="none"))
+    return path
+
+
+NONFINITE_RGB = "rgb(196, 16, 63)"  # .nbviz-nonfinite (widgets/base.py)
+
+
+def test_a_card_names_a_non_finite_loss_and_the_toolbar_says_losses(
+    new_page: Callable[..., Any], tmp_path: Path
+) -> None:
+    with nbviz.open_run(_nonfinite_loss_run(tmp_path / "run")) as run:
+        g = nbviz.SampleGallery(run, ids=[0, 1, 2], live=False)
+        g.show(1)  # its detail open as the page opens (a saved page opens no other)
+        save_html(g, tmp_path / "gallery.html")
+        g.close()
+    page = open_saved(new_page(), tmp_path / "gallery.html", OUTPUT_AREA_PX)
+    view = page.locator(".nbviz-gallery")
+    expect(view.locator(".nbviz-gallery-eval")).to_have_text("losses of step 5")
+    cards = view.locator(".nbviz-gallery-card")
+    expect(cards).to_have_count(3)
+    values = view.locator(".nbviz-gallery-loss .nbviz-gallery-value")
+    expect(values).to_have_count(3)
+    texts = values.all_text_contents()
+    assert texts[1:] == ["NaN", "+Inf"] and float(texts[0]) > 0
+    colours = values.evaluate_all("vs => vs.map(v => getComputedStyle(v).color)")
+    assert colours[1] == colours[2] == NONFINITE_RGB
+    assert colours[0] != NONFINITE_RGB
+    # the detail names it too
+    loss = view.locator(".nbviz-gallery-detail .nbviz-gallery-line", has_text="loss")
+    expect(loss.locator(".nbviz-nonfinite")).to_have_text("NaN")
+    view.screenshot(path=str(ARTIFACTS / "truthful-nonfinite-losses.png"))
+
+
+def _data_map_page(run_path: Path, out: Path) -> tuple[list[dict], Any]:
+    """A saved page of a DataMap; its suspects and the points' (x, y) in [-1, 1]."""
+    from nbviz.widgets.wire import array_from_payload
+
+    with nbviz.open_run(run_path) as run:
+        dm = nbviz.DataMap(run, live=False)
+        save_html(dm, out)
+        suspects = list(dm.suspects)
+        xy = array_from_payload(dm.points["xy"]).reshape(-1, 2)
+        dm.close()
+    return suspects, xy
+
+
+@pytest.fixture(scope="module")
+def map_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from training import data_map_run
+
+    return data_map_run(tmp_path_factory.mktemp("map") / "run")
+
+
+def _click_point(page: Any, view: Any, xy: Any, i: int) -> None:
+    """Click point ``i`` where the map draws it (the square maps [-1, 1] onto its sides)."""
+    view.scroll_into_view_if_needed()
+    box = view.locator(".nbviz-dm-stage canvas").bounding_box()
+    assert box is not None
+    x, y = float(xy[i, 0]), float(xy[i, 1])
+    page.mouse.click(box["x"] + (x + 1) / 2 * box["width"], box["y"] + (1 - y) / 2 * box["height"])
+
+
+def _away_from(xy: Any, listed: set[int], radius: float = 0.1) -> int:
+    """A point not in ``listed`` with none of them within ``radius`` (so that a click near
+    it picks a point outside the list, whichever of its neighbours is nearest)."""
+    import numpy as np
+
+    others = np.asarray(sorted(listed), dtype=np.int64)
+    for i in range(len(xy)):
+        if i in listed:
+            continue
+        if not len(others) or np.hypot(*(xy[others] - xy[i]).T).min() > radius:
+            return i
+    raise AssertionError("every point is near a listed one")
+
+
+def test_a_click_on_the_data_map_of_a_saved_page_opens_its_sample(
+    new_page: Callable[..., Any], map_run: Path, tmp_path: Path
+) -> None:
+    suspects, xy = _data_map_page(map_run, tmp_path / "map.html")
+    page = open_saved(new_page(), tmp_path / "map.html")
+    view = page.locator(".nbviz-datamap")
+    expect(view).to_have_attribute("data-drawn", str(len(xy)))
+    gallery = view.locator(".nbviz-dm-gallery")
+    expect(gallery).to_contain_text("Click a point")
+    # a row of the list of the most likely mislabelled
+    first = suspects[0]
+    view.locator(f'.nbviz-dm-suspect[data-id="{first["id"]}"]').click()
+    card = gallery.locator(".nbviz-gallery-card")
+    expect(card).to_have_count(1)
+    expect(card.locator(".nbviz-gallery-id")).to_have_text(f"#{first['id']}")
+    expect(card.locator("img")).to_be_visible()
+    # a point on the map, away from the others
+    i = _away_from(xy, {s["index"] for s in suspects})
+    _click_point(page, view, xy, i)
+    expect(card).to_have_count(1)
+    expect(card).not_to_have_attribute("data-id", str(first["id"]))
+    expect(view.locator(".nbviz-dm-unanswered")).to_be_hidden()
+    view.screenshot(path=str(ARTIFACTS / "truthful-data-map-click.png"))
+
+
+def test_a_data_map_too_large_for_the_page_says_why_a_click_shows_nothing(
+    new_page: Callable[..., Any], map_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nbviz.widgets import answer_plans
+
+    monkeypatch.setattr(answer_plans, "MAX_MAP_POINTS", 10)  # as a map of 100,000 points
+    suspects, xy = _data_map_page(map_run, tmp_path / "map.html")
+    page = open_saved(new_page(), tmp_path / "map.html")
+    view = page.locator(".nbviz-datamap")
+    expect(view).to_have_attribute("data-drawn", str(len(xy)))
+    i = _away_from(xy, {s["index"] for s in suspects})
+    _click_point(page, view, xy, i)
+    why = view.locator(".nbviz-dm-unanswered")
+    expect(why).to_be_visible()
+    expect(why).to_contain_text("does not hold the sample of this point")
+    expect(why).to_contain_text(f"the {len(suspects)} most likely mislabelled")
+    expect(view.locator(".nbviz-dm-gallery")).to_be_hidden()
+    view.screenshot(path=str(ARTIFACTS / "truthful-data-map-unanswered.png"))
+    # a row of the list still opens its sample, and the words go
+    first = suspects[0]
+    view.locator(f'.nbviz-dm-suspect[data-id="{first["id"]}"]').click()
+    expect(why).to_be_hidden()
+    card = view.locator(".nbviz-dm-gallery .nbviz-gallery-card")
+    expect(card.locator(".nbviz-gallery-id")).to_have_text(f"#{first['id']}")
