@@ -244,3 +244,32 @@ def test_a_data_map_too_large_for_the_page_says_why_a_click_shows_nothing(
     expect(why).to_be_hidden()
     card = view.locator(".nbviz-dm-gallery .nbviz-gallery-card")
     expect(card.locator(".nbviz-gallery-id")).to_have_text(f"#{first['id']}")
+
+
+def test_non_finite_words_in_the_layer_table_stay_whole_at_848_px(
+    new_page: Callable[..., Any], tmp_path: Path
+) -> None:
+    from training import nan_run
+
+    with nbviz.open_run(nan_run(tmp_path / "nan")) as run:
+        lb = nbviz.LayerBrowser(run, live=False)
+        lb.step = 7  # one unit of act1 NaN: a value with a count beside it; fc2 all NaN
+        save_html(lb, tmp_path / "layers.html", max_steps=2)
+        lb.close()
+    page = open_saved(new_page(), tmp_path / "layers.html", OUTPUT_AREA_PX)
+    view = page.locator(".nbviz-layer-browser")
+    act1 = view.locator('.nbviz-lb-row[data-layer="act1"]')
+    expect(act1.locator(".nbviz-lb-nonfinite").nth(0)).to_have_text("\u26a0 32 non-finite")
+    fc2 = view.locator('.nbviz-lb-row[data-layer="fc2"]')
+    expect(fc2.locator(".nbviz-lb-value").nth(1)).to_have_text("non-finite (1,024)")
+    scroll = view.locator(".nbviz-lb-scroll")
+    assert scroll.evaluate("s => s.scrollWidth <= s.clientWidth")
+    # every word is whole inside its cell: none cut by the column's edge
+    cut = view.locator(".nbviz-lb-value, .nbviz-lb-nonfinite:not(:empty)").evaluate_all(
+        "ss => ss.filter(s => { const r = s.getBoundingClientRect();"
+        " const t = s.closest('td').getBoundingClientRect();"
+        " return r.width > 0 && (r.left < t.left - 0.5 || r.right > t.right + 0.5); })"
+        ".map(s => s.textContent)"
+    )
+    assert cut == []
+    view.screenshot(path=str(ARTIFACTS / "truthful-layer-table-nonfinite-848.png"))

@@ -16,7 +16,7 @@ const METRICS = [
 ];
 
 /** CSS pixels of a row's sparkline: three metrics beside the layer fit an 848 px output area. */
-const SPARK_WIDTH = 72;
+const SPARK_WIDTH = 64;
 
 /**
  * Row i of a row-major [rows, cols] matrix.

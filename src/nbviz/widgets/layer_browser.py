@@ -306,6 +306,7 @@ LayerBrowser._css = view_css(
 .nbviz-lb-table th.nbviz-lb-num { width: 9%; }
 .nbviz-lb-table th.nbviz-lb-m { width: 17.33%; }
 .nbviz-lb-table td.nbviz-lb-m, .nbviz-lb-table th.nbviz-lb-m { padding: 1px 4px; }
+.nbviz-lb-table td.nbviz-lb-m { white-space: normal; }
 .nbviz-lb-name-box { display: flex; align-items: center; gap: 4px; min-width: 0; }
 .nbviz-lb-layer-name { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis;
   direction: rtl; text-align: left; }
@@ -314,9 +315,11 @@ LayerBrowser._css = view_css(
 .nbviz-lb-row:hover { background: var(--jp-layout-color2, #f5f5f5); }
 .nbviz-lb-row.nbviz-selected { background: var(--jp-brand-color3, #bbdefb); }
 .nbviz-lb-row.nbviz-unwatched { color: var(--jp-ui-font-color3, #9e9e9e); }
-.nbviz-lb-metric { display: inline-flex; align-items: center; gap: 4px; }
+.nbviz-lb-metric { display: flex; flex-wrap: wrap; align-items: center; gap: 0 4px; }
+.nbviz-lb-metric span { white-space: nowrap; }
 .nbviz-lb-metric span { min-width: 4.5em; text-align: right; }
 .nbviz-lb-metric span.nbviz-lb-nonfinite { min-width: 0; font-size: 0.85em; }
+.nbviz-lb-metric span.nbviz-lb-nonfinite:empty { display: none; }
 .nbviz-lb-nonfinite-note { font-weight: 600; }
 .nbviz-lb-swatch { display: inline-block; width: 10px; height: 10px; vertical-align: middle;
   border: 1px solid var(--jp-border-color2, #e0e0e0); }
