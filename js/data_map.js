@@ -10,6 +10,7 @@ import { REGIONS, mapColours, mapTicks, nearestPoint, toFraction } from "./lib/d
 import { el, on, select } from "./lib/dom.js";
 import { exportMenu } from "./lib/export.js";
 import { listen, save } from "./lib/model.js";
+import { UNANSWERED } from "./lib/offline.js";
 import { linearScale, pointSize } from "./lib/points.js";
 import { serialDraws } from "./lib/projector/draws.js";
 import { followStage, plotOnStage } from "./lib/projector/stage.js";
@@ -67,12 +68,16 @@ function render({ model, el: root }) {
     suspects,
   ]);
   const selectedText = el("div", { class: "nbviz-dm-selected" });
+  // in a saved page, where a click's sample is not held: why, in place of the gallery
+  const unanswered = el("div", { class: "nbviz-dm-unanswered nbviz-message", attrs: { role: "status" } });
+  unanswered.style.display = "none";
   const galleryHost = el("div", { class: "nbviz-dm-gallery" });
   const body = el("div", { class: "nbviz-dm-body" }, [
     toolbar,
     el("div", { class: "nbviz-dm-row" }, [plotArea, side]),
     legend,
     selectedText,
+    unanswered,
     galleryHost,
   ]);
   const messageHost = el("div");
@@ -114,8 +119,28 @@ function render({ model, el: root }) {
   };
 
   const sendPicked = (/** @type {number[]} */ picked) => {
+    showAnswered();
     save(model, { picked: { indices: encodeArray(Uint32Array.from(picked)) } });
   };
+
+  const showAnswered = () => {
+    unanswered.style.display = "none";
+    galleryHost.style.display = "";
+  };
+
+  // a saved page has no kernel: a click whose sample it does not hold says so where the
+  // sample would be, and which clicks it does answer
+  const onUnanswered = (/** @type {string[]} */ names) => {
+    if (!names.includes("picked")) return;
+    const listed = (model.get("suspects") || []).length;
+    unanswered.textContent =
+      "This saved page does not hold the sample of this point" +
+      (listed ? `: it holds those of the ${listed} most likely mislabelled (the list beside the map)` : "") +
+      ". Open the run in a notebook to see any sample.";
+    unanswered.style.display = "";
+    galleryHost.style.display = "none";
+  };
+  model.on(UNANSWERED, onUnanswered);
 
   const decode = () => {
     const raw = model.get("points");
@@ -233,6 +258,7 @@ function render({ model, el: root }) {
     listen(model, ["selected_ids", "selection"], applySelection),
   ];
   return () => {
+    model.off(UNANSWERED, onUnanswered);
     for (const stop of stops) stop();
     for (const off of unbind) off();
     menu.dispose();

@@ -89,7 +89,9 @@ function render({ model, el: root }) {
     prev.disabled = page <= 0;
     next.disabled = page >= pages - 1;
     const at = model.get("eval_step");
-    evalText.textContent = at >= 0 ? `predictions of step ${at}` : "no evaluation at or before this step";
+    // what the evaluation recorded: classes ("predictions"), or per-sample losses alone
+    const what = model.get("eval_what") || "evaluation";
+    evalText.textContent = at >= 0 ? `${what} of step ${at}` : "no evaluation at or before this step";
     note.textContent = model.get("note") || "";
     note.style.display = note.textContent ? "" : "none";
     const open = (model.get("detail") || {}).id;

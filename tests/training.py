@@ -233,3 +233,30 @@ def token_loss_run(path: Path, steps: int = 20, top_k: int = 4) -> tuple[Path, d
         "words": words,
         "step": steps - 1,
     }
+
+
+def data_map_run(path: Path, epochs: int = 8) -> Path:
+    """An MLP on the digits' 1,348 training images, 15% of their labels flipped, the
+    training split evaluated once per epoch (what a DataMap needs) and its samples logged."""
+    import numpy as np
+
+    from nbviz.demo import load_digits
+
+    d = load_digits(seed=0)
+    x, y = torch.from_numpy(d.x_train).flatten(1), torch.from_numpy(d.y_train)
+    rng = np.random.default_rng(0)
+    flipped = rng.choice(len(y), int(0.15 * len(y)), replace=False)
+    y[flipped] = torch.from_numpy((y[flipped].numpy() + rng.integers(1, 10, len(flipped))) % 10)
+    torch.manual_seed(0)
+    model = named_mlp(64, 32, 10)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(1)
+    with nbviz.Run(path, class_names=[str(i) for i in range(10)]) as run:
+        run.log_samples(d.x_train[:, 0], y, split="train")
+        step = 0
+        for _ in range(epochs):
+            for idx in torch.randperm(len(y), generator=gen).split(128):
+                run.log(step, train_loss=sgd_step(model, opt, x[idx], y[idx]))
+                step += 1
+            run.evaluate(step - 1, model, [(x, y)], split="train", samples=False)
+    return path

@@ -9,6 +9,7 @@
 // if the kernel had sent them. Nothing here touches the DOM.
 
 import { snapIndex } from "./steps.js";
+import { decodeArray } from "./wire.js";
 
 /**
  * @typedef {object} PageData  what nbviz.widgets.export writes (version 1)
@@ -75,9 +76,29 @@ export const UNANSWERED = "nbviz:unanswered";
 /** Largest index i with sorted[i] <= x, else 0 (the first recorded value). */
 export const snapDown = snapIndex;
 
+/**
+ * A value as a key spells it: an integer array ({data: DataView, dtype, shape}, as a
+ * click's point indices travel) as the list of its values, as the page writer does.
+ * @param {any} value
+ * @returns {any}
+ */
+function plainKey(value) {
+  if (Array.isArray(value)) return value.map(plainKey);
+  if (value && typeof value === "object") {
+    if (value.data instanceof DataView && typeof value.dtype === "string" && /^[<|]?[iu]\d$/.test(value.dtype) && Array.isArray(value.shape)) {
+      return Array.from(/** @type {ArrayLike<number>} */ (decodeArray(value).data));
+    }
+    /** @type {Record<string, any>} */
+    const out = {};
+    for (const k of Object.keys(value)) out[k] = plainKey(value[k]);
+    return out;
+  }
+  return value;
+}
+
 /** JSON text of a key value, as the page writer spells it (compact, non-ASCII kept). */
 export function keyText(/** @type {any} */ value) {
-  return JSON.stringify(value === undefined ? null : value);
+  return JSON.stringify(value === undefined ? null : plainKey(value));
 }
 
 /** Deep equality of model values (DataViews by bytes), so a set() that changes nothing is quiet. */
@@ -313,6 +334,8 @@ export class Runtime {
       if (!entry) {
         const what = touched.map((n) => `${n} = ${keyText(model.get(n))}`).join(", ");
         this.notice(`${group.label}: ${what} was not recorded in this page; the view keeps what it showed.`);
+        // the view itself can say so where the answer would have appeared
+        model.emit(UNANSWERED, touched);
         continue;
       }
       // one message per model, as the kernel sends them (hold_sync)
@@ -328,7 +351,7 @@ export class Runtime {
       for (const [target, values] of byModel) target.updateMany(values);
       // inputs Python rewrote (e.g. the layer after a change of signal); never the step
       group.inputs.forEach((n, k) => {
-        if (n === "step") return;
+        if (n === "step" || keyText(model.get(n)) === entry.key[k]) return;
         const v = JSON.parse(entry.key[k]);
         if (!sameValue(model.get(n), v)) model.update(n, v);
       });

@@ -10,7 +10,7 @@ import { featureMaps } from "../images.js";
 import { drawSignedBars } from "../sparkline.js";
 import { sortableTable } from "../table.js";
 import { decodeArray } from "../wire.js";
-import { line, sampleContent, stored, withOutputs } from "./sample.js";
+import { line, sampleContent, storedClass, storedOf, withOutputs } from "./sample.js";
 import { describeToken, tokenLegend, tokenStrip } from "./tokens.js";
 
 /**
@@ -36,10 +36,10 @@ export function detailLines(d) {
   if (d.label !== undefined) out.push(["true", d.label_name ?? String(d.label)]);
   if (d.evaluated && d.pred !== undefined) {
     out.push(["pred", d.pred_name ?? String(d.pred)]);
-    out.push(["confidence", stored(d.confidence)]);
+    out.push(["confidence", storedOf(d, "confidence")]);
   }
   if (d.evaluated) {
-    out.push(["loss", stored(d.loss)]);
+    out.push(["loss", storedOf(d, "loss")]);
     out.push(["step", String(d.step)]);
   }
   if (d.shape) out.push(["shape", `[${d.shape.join(", ")}]`]);
@@ -154,7 +154,7 @@ export function detailSections(d, urls, onClose) {
   const info = el(
     "div",
     { class: "nbviz-gallery-detail-info" },
-    detailLines(d).map(([k, v]) => line(k, v, k === "pred" && wrong ? "nbviz-gallery-pred-wrong" : "")),
+    detailLines(d).map(([k, v]) => line(k, v, k === "pred" && wrong ? "nbviz-gallery-pred-wrong" : storedClass(d, k))),
   );
   if (d.missing) info.append(el("div", { class: "nbviz-muted", text: d.missing }));
   const sample = sampleContent(d, urls, { image: "nbviz-gallery-big", text: "nbviz-gallery-text nbviz-gallery-detail-text" });

@@ -16,6 +16,34 @@ import { tokenStrip } from "./tokens.js";
  * @param {number | null | undefined} v
  */
 export const stored = (v) => (typeof v === "number" ? formatNumber(v) : "-");
+
+/**
+ * A card's or a detail's recorded `key` ("loss", "confidence") as text: "NaN", "+Inf" or
+ * "-Inf" where it was non-finite (JSON has no such numbers: Python names them in
+ * `nonfinite`), else the number, "-" where none was recorded.
+ * @param {any} item
+ * @param {string} key
+ */
+export const storedOf = (item, key) => (item.nonfinite && item.nonfinite[key]) || stored(item[key]);
+
+/**
+ * The class of a recorded value's text: the non-finite colour where it was non-finite.
+ * @param {any} item
+ * @param {string} key
+ */
+export const storedClass = (item, key) => (item.nonfinite && item.nonfinite[key] ? "nbviz-nonfinite" : "");
+
+/**
+ * "label value" pieces of a line of numbers, each value in its own span (coloured where non-finite).
+ * @param {any} item
+ * @param {Array<[string, string]>} parts  (label, key)
+ */
+function numbers(item, parts) {
+  return parts.flatMap(([label, key], k) => [
+    `${k ? " \u00b7 " : ""}${label} `,
+    el("span", { class: ["nbviz-gallery-value", storedClass(item, key)], attrs: { "data-key": key }, text: storedOf(item, key) }),
+  ]);
+}
 import { decodeArray } from "../wire.js";
 
 /**
@@ -117,16 +145,19 @@ export function sampleCard(item, open, urls) {
   );
   if (item.label !== undefined) node.append(line("true", item.label_name ?? String(item.label)));
   if (item.evaluated && !classes) {
-    node.append(el("div", { class: "nbviz-gallery-num nbviz-gallery-loss", text: `loss ${formatNumber(item.loss)}` }));
+    const loss = item.nonfinite && item.nonfinite.loss ? storedOf(item, "loss") : formatNumber(item.loss);
+    node.append(
+      el("div", { class: "nbviz-gallery-num nbviz-gallery-loss" }, [
+        "loss ",
+        el("span", { class: ["nbviz-gallery-value", storedClass(item, "loss")], attrs: { "data-key": "loss" }, text: loss }),
+      ]),
+    );
     const n = item.tokens ? Number(item.tokens.nonfinite) || 0 : 0;
     if (n > 0) node.append(el("div", { class: "nbviz-nonfinite nbviz-gallery-token-nonfinite", text: `${nonfiniteText(n)} token loss${n === 1 ? "" : "es"}` }));
   } else if (item.evaluated) {
     node.append(
       line("pred", item.pred_name ?? String(item.pred), item.pred === -1 ? "nbviz-nonfinite" : wrong ? "nbviz-gallery-pred-wrong" : ""),
-      el("div", {
-        class: "nbviz-gallery-num",
-        text: `conf ${stored(item.confidence)} \u00b7 loss ${stored(item.loss)}`,
-      }),
+      el("div", { class: "nbviz-gallery-num" }, numbers(item, [["conf", "confidence"], ["loss", "loss"]])),
     );
   } else {
     node.append(el("div", { class: "nbviz-gallery-num", text: "not evaluated at this step" }));

@@ -15,6 +15,9 @@ const METRICS = [
   ["update_ratio", "update / weight", true, GREEN],
 ];
 
+/** CSS pixels of a row's sparkline: three metrics beside the layer fit an 848 px output area. */
+const SPARK_WIDTH = 64;
+
 /**
  * Row i of a row-major [rows, cols] matrix.
  * @param {ArrayLike<number>} m
@@ -71,22 +74,28 @@ export function layerTable(layers, badges) {
         key: "name",
         label: "layer",
         class: "nbviz-lb-name",
+        // a long name shrinks to an ellipsis (the whole of it in the title); badges stay whole
         cell: (layer) => ({
           style: { paddingLeft: `${8 + 14 * Math.max(0, layer.depth - 1)}px` },
+          title: layer.note ? `${layer.name}: ${layer.note}` : layer.name,
           nodes: [
-            layer.name,
-            ...(badges[layer.name] ?? []).map(([severity, text]) =>
-              el("span", { class: ["nbviz-badge", `nbviz-badge-${severity}`], text, attrs: { title: `${severity}: ${text}` } }),
-            ),
+            el("div", { class: "nbviz-lb-name-box" }, [
+              // cut at its start: the end of a nested name ("blocks.0.fc2") tells rows apart
+              el("span", { class: "nbviz-lb-layer-name" }, [el("bdi", { text: layer.name })]),
+              ...(badges[layer.name] ?? []).map(([severity, text]) =>
+                el("span", { class: ["nbviz-badge", `nbviz-badge-${severity}`], text, attrs: { title: `${severity}: ${text}` } }),
+              ),
+            ]),
           ],
         }),
       },
-      { key: "type", label: "type" },
-      { key: "shape", label: "output" },
+      { key: "type", label: "type", class: "nbviz-lb-type", cell: (layer) => ({ text: layer.type ?? "", title: layer.type || null }) },
+      { key: "shape", label: "output", class: "nbviz-lb-shape", cell: (layer) => ({ text: layer.shape ?? "", title: layer.shape || null }) },
       { key: "params", label: "params", class: "nbviz-lb-num", cell: (layer) => (layer.params ? layer.params.toLocaleString("en-US") : "") },
       ...METRICS.map(([metric, title], k) => ({
         key: metric,
         label: title,
+        class: "nbviz-lb-m",
         cell: (/** @type {any} */ layer) => {
           const s = sparkOf(layer, k);
           return el("span", { class: "nbviz-lb-metric" }, s ? [s.canvas, s.value, s.bad] : []);
@@ -143,6 +152,7 @@ export function drawSparks(sparks, spark, current, step) {
       if (!s) return;
       const b = Number(badNow[i] ?? 0);
       drawSparkline(s.canvas, steps, row(values, i, steps.length), {
+        width: SPARK_WIDTH,
         marker: step,
         log,
         color,

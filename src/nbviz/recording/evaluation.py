@@ -112,7 +112,8 @@ def evaluate_into(
     if metrics is None and result.token_loss is not None:  # every position that counts alike
         metrics = {f"{split}_loss": float(result.token_loss)}
     if metrics is None:
-        metrics = {f"{split}_loss": float(np.mean(result.losses))}
+        with np.errstate(invalid="ignore"):  # +inf and -inf losses: a NaN mean, as it is
+            metrics = {f"{split}_loss": float(np.mean(result.losses))}
         if result.logits is not None:
             # NaN/inf logits predict no class: never right; with no class at all, no accuracy
             pred = rec.predictions_from(np.asarray(result.logits), None, "evaluate")[0]

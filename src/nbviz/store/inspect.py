@@ -17,7 +17,14 @@ from pathlib import Path
 from nbviz.store.columns import json_value
 from nbviz.store.connection import connect, db_path
 from nbviz.store.errors import RunFileError, StoredValueError
-from nbviz.store.schema import SCHEMA_VERSION, TABLES, expected_objects, normal_sql
+from nbviz.store.schema import (
+    READ_AS_IS,
+    SCHEMA_VERSION,
+    TABLES,
+    expected_objects,
+    normal_sql,
+    read_schema_version,
+)
 from nbviz.store.wal import lost_commits
 
 __all__ = ["inspect_run"]
@@ -82,10 +89,16 @@ def _tables(conn: sqlite3.Connection) -> list[str]:
         shown = ", ".join(f"{t} {n!r}" for t, n, _, _ in foreign[:10])
         lines.append(f"schema objects nbviz does not create (not read): {shown}")
     counts = []
+    version = _version(conn)
+    later = set(READ_AS_IS.get(version, ())) if version is not None else set()
     for table in TABLES:
         mine = {o for o in known if o[1] == table and o[0] == "table"}
         if not mine & found:
-            counts.append(f"{table}: missing or not nbviz's")
+            if table in later and not any(o[1] == table for o in found):
+                # added by a later schema: an older file does not hold it, as expected
+                counts.append(f"{table}: none yet (schema {version}; added on the next write)")
+            else:
+                counts.append(f"{table}: missing or not nbviz's")
             continue
         try:
             (n,) = conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()
@@ -94,6 +107,14 @@ def _tables(conn: sqlite3.Connection) -> list[str]:
             counts.append(f"{table}: unreadable ({exc})")
     lines.append("tables: " + "; ".join(counts))
     return lines
+
+
+def _version(conn: sqlite3.Connection) -> int | None:
+    """The stored schema version, or None where it cannot be read."""
+    try:
+        return read_schema_version(conn)
+    except (RunFileError, sqlite3.Error):
+        return None
 
 
 def _meta(conn: sqlite3.Connection) -> list[str]:

@@ -22,17 +22,19 @@ import numpy as np
 
 from nbviz.widgets.answers import Group, Pool, Recorder
 from nbviz.widgets.sampling import evenly
-from nbviz.widgets.wire import array_from_payload
+from nbviz.widgets.wire import array_from_payload, array_trait_payload
 
 __all__ = [
     "MAX_ALL_CELLS",
     "MAX_GALLERY_PAGES",
     "MAX_HOVER",
+    "MAX_MAP_POINTS",
     "Recording",
     "gallery_contexts",
     "plan_groups",
     "pinned_steps",
     "positions",
+    "prepare_views",
     "record_answers",
     "sampled_steps",
 ]
@@ -44,6 +46,9 @@ MAX_HOVER = 5000
 """Points of a projector whose hover thumbnail is recorded."""
 MAX_GALLERY_PAGES = 4
 """Pages of a sample gallery recorded per selection."""
+MAX_MAP_POINTS = 2000
+"""Points of a data map whose click is recorded; a larger map, those of its list of the most
+likely mislabelled (the page says so, and so does the map where a click finds no answer)."""
 
 # traits with Python observers that only Python sets (answers, not questions)
 _KERNEL_SIDE = {
@@ -51,6 +56,7 @@ _KERNEL_SIDE = {
     "ConfusionMatrix": {"selected_ids"},
     "SampleGallery": {"ids", "split", "page_size", "step"},
     "EmbeddingProjector": {"highlight_ids", "selected_ids", "color_by"},
+    "DataMap": {"selected_ids"},
 }
 
 
@@ -197,6 +203,53 @@ def _projector_plan(w: W.Widget, steps: list[int], observed: set[str]) -> list[G
     return out
 
 
+def _data_map_points(w: W.Widget) -> list[int]:
+    """The points of a data map whose click is recorded: all of them up to MAX_MAP_POINTS,
+    else those of its list of the most likely mislabelled."""
+    n = int((w.points or {}).get("n", 0))
+    if n <= MAX_MAP_POINTS:
+        return list(range(n))
+    return sorted({int(s["index"]) for s in w.suspects})
+
+
+def data_map_note(w: W.Widget) -> str:
+    """What a page says of a data map too large to hold every point's sample ("" if not)."""
+    n = int((w.points or {}).get("n", 0))
+    if n <= MAX_MAP_POINTS:
+        return ""
+    return (
+        f"DataMap: a click shows the sample of the {len(w.suspects)} most likely mislabelled "
+        f"(its list) in this page; the other {n - len(w.suspects):,} of its {n:,} points "
+        "need a live kernel."
+    )
+
+
+def _data_map_plan(w: W.Widget, steps: list[int], observed: set[str]) -> list[Group]:
+    """A click on each recorded point (or on its row of the list: the same answer)."""
+    points = _data_map_points(w)
+    if "picked" not in observed or not points:
+        return []
+
+    def plan() -> Iterator[None]:
+        for i in points:
+            w.picked = {"indices": array_trait_payload(np.asarray([i], dtype=np.uint32))}
+            yield
+
+    return [Group(w, "DataMap", ["picked"], plan)]
+
+
+def prepare_views(tree: dict[str, W.Widget]) -> bool:
+    """Make what a view shows only after a click (a data map's gallery) before recording:
+    a page holds the views that exist when it is written. True when something was made
+    (the tree is then to be walked again)."""
+    made = False
+    for w in list(tree.values()):
+        if type(w).__name__ == "DataMap" and w.gallery is None and _data_map_points(w):
+            w._ensure_gallery()
+            made = True
+    return made
+
+
 _PLANS: dict[str, Plan] = {
     "StepScrubber": _scrubber_plan,
     "LayerBrowser": _layer_browser_plan,
@@ -204,6 +257,7 @@ _PLANS: dict[str, Plan] = {
     "ConfusionMatrix": _confusion_plan,
     "HealthReport": _health_plan,
     "EmbeddingProjector": _projector_plan,
+    "DataMap": _data_map_plan,
 }
 """Views with a plan of their own; any other view with an observed ``step`` walks the steps.
 A SampleGallery is planned after the others: its selections come from their answers."""
@@ -227,6 +281,8 @@ def plan_groups(
             groups.extend(_step_plan(w, steps, observed))
         if name == "EmbeddingProjector":
             notes.append(PROJECTOR_NOTE)
+        if name == "DataMap" and data_map_note(w):
+            notes.append(data_map_note(w))
     for w in tree.values():
         if type(w).__name__ == "SampleGallery":
             groups.append(_gallery_group(w))
@@ -289,11 +345,17 @@ def _gallery_group(w: W.Widget) -> Group:
     def plan() -> Iterator[None]:
         start_sort, start_desc = w.sort_by, w.descending
         for split, step, ids in list(group.contexts):
-            for sort_by, desc in [(start_sort, start_desc)] + [
-                (s, d)
-                for s, d in itertools.product(w.traits()["sort_by"].values, (True, False))
-                if (s, d) != (start_sort, start_desc)
-            ]:
+            # one sample (a clicked point) shows alike in every order: its first only
+            orders = (
+                []
+                if len(ids) <= 1
+                else [
+                    (s, d)
+                    for s, d in itertools.product(w.traits()["sort_by"].values, (True, False))
+                    if (s, d) != (start_sort, start_desc)
+                ]
+            )
+            for sort_by, desc in [(start_sort, start_desc), *orders]:
                 w.split, w.step, w.ids = split, step, ids
                 w.sort_by, w.descending = sort_by, desc
                 w.page = 0

@@ -135,10 +135,24 @@ class Pool:
         return i
 
 
+def _plain(value: Any) -> Any:
+    """A value as a key spells it: an integer array payload (``{data, dtype, shape}``, as
+    a click's point indices travel) as the list of its values, which the page's runtime
+    spells alike (js/lib/offline.js ``keyText``)."""
+    if isinstance(value, dict):
+        data = value.get("data")
+        if set(value) == {"data", "dtype", "shape"} and isinstance(data, bytes | memoryview):
+            dtype = np.dtype(str(value["dtype"]))
+            if dtype.kind in "iu":
+                return np.frombuffer(bytes(data), dtype=dtype).tolist()
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
 def _key_text(value: Any) -> str:
-    if isinstance(value, tuple):
-        value = list(value)
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(_plain(value), separators=(",", ":"), ensure_ascii=False)
 
 
 # -- recording ----------------------------------------------------------------------------------

@@ -45,6 +45,8 @@ LIST_SIZE = 20
 VARIABILITY_MAX = 0.5
 #: The axes' ends sit this far inside the plot's sides (js/lib/data_map.js: INSET).
 INSET = 0.96
+#: What the embedded gallery says before a sample is selected.
+GALLERY_PROMPT = "Click a point (or a row of the list) to see its sample here."
 
 
 class DataMap(PointSelection, LiveView):
@@ -171,11 +173,20 @@ class DataMap(PointSelection, LiveView):
         where = pd.Index(self._ids).get_indexer(np.asarray(ids, dtype=np.int64))
         return where[where >= 0].astype(np.uint32)
 
+    def _ensure_gallery(self) -> SampleGallery:
+        """The embedded gallery, made now if no sample was selected yet (a saved page
+        makes it before recording the clicks: it holds only the views made by then)."""
+        if self.gallery is None:
+            self.gallery = SampleGallery(
+                self._run, ids=[], split=self.split, live=False, prompt=GALLERY_PROMPT
+            )
+        return self.gallery
+
     def _show_selected(self) -> None:
         if self.gallery is None:
             if not self.selected_ids:
                 return
-            self.gallery = SampleGallery(self._run, ids=[], split=self.split, live=False)
+            self._ensure_gallery()
         steps = self._run.prediction_steps(self.split)
         if len(steps):
             self.gallery.step = int(steps[-1])

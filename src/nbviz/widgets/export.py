@@ -40,6 +40,7 @@ from nbviz.widgets.answer_plans import (
     Recording,
     pinned_steps,
     positions,
+    prepare_views,
     record_answers,
     sampled_steps,
 )
@@ -175,6 +176,8 @@ def offline_page(
     t0 = time.perf_counter()
     runtime = esm("report_runtime").read_text(encoding="utf-8")
     tree = widget_tree(root)
+    if prepare_views(tree):
+        tree = widget_tree(root)
     all_steps = positions(tree)
     sampled = sampled_steps(all_steps, pinned_steps(tree), max_steps)
     got = record_answers(tree, sampled, max_bytes)

@@ -76,6 +76,22 @@ def _ids_list(ids: Any, what: str) -> list[int]:
     return [int(i) for i in arr.ravel()]
 
 
+#: What the toolbar calls an evaluation, after what it recorded (see ``eval_what``).
+EVAL_WHAT = ("predictions", "losses", "evaluation")
+
+
+def _what_was_recorded(frame: pd.DataFrame | None) -> str:
+    """``"predictions"`` where the evaluation predicted classes, ``"losses"`` where it
+    recorded per-sample losses alone (a model evaluated with ``loss_fn=...``)."""
+    if frame is None or not len(frame):
+        return "evaluation"
+    if frame["pred"].notna().any():
+        return "predictions"
+    if frame["loss"].notna().any():
+        return "losses"
+    return "evaluation"
+
+
 class SampleGallery(LiveView):
     """Thumbnails (or text, or rows) of samples with their label, prediction, confidence, loss.
 
@@ -125,6 +141,12 @@ class SampleGallery(LiveView):
     eval_step = traitlets.Int(-1, help="Evaluation the predictions come from (-1: none).").tag(
         sync=True
     )
+    eval_what = traitlets.Enum(
+        EVAL_WHAT,
+        default_value="evaluation",
+        help="What that evaluation recorded: classes (predictions), per-sample losses alone "
+        "(losses), or neither known (evaluation).",
+    ).tag(sync=True)
     token_scale = traitlets.Dict(
         help="A language model's evaluation in view: the token colour scale {lo, hi, nonfinite}."
     ).tag(sync=True)
@@ -322,6 +344,7 @@ class SampleGallery(LiveView):
             return  # the page observer fills
         shown = ordered[self.page * self.page_size : (self.page + 1) * self.page_size]
         frame = self._frame(at) if at is not None else None
+        self.eval_what = _what_was_recorded(frame)
         stored = set(self._stored.tolist())
         have = [i for i in shown if i in stored]
         samples = (

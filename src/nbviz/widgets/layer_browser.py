@@ -373,17 +373,32 @@ class LayerBrowser(LiveView):
 LayerBrowser._css = view_css(
     """
 .nbviz-lb { display: flex; flex-direction: column; gap: 8px; }
-.nbviz-lb-table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+.nbviz-lb-table { border-collapse: collapse; font-variant-numeric: tabular-nums;
+  width: 100%; max-width: 1100px; table-layout: fixed; }
 .nbviz-lb-table th { text-align: left; font-weight: 600; padding: 2px 8px;
-  border-bottom: 1px solid var(--jp-border-color1, #bdbdbd); white-space: nowrap; }
-.nbviz-lb-table td { padding: 1px 8px; white-space: nowrap; vertical-align: middle; }
+  border-bottom: 1px solid var(--jp-border-color1, #bdbdbd); white-space: nowrap;
+  overflow: hidden; text-overflow: ellipsis; }
+.nbviz-lb-table td { padding: 1px 8px; white-space: nowrap; vertical-align: middle;
+  overflow: hidden; text-overflow: ellipsis; }
+.nbviz-lb-table th.nbviz-lb-name { width: 19%; }
+.nbviz-lb-table th.nbviz-lb-type, .nbviz-lb-table th.nbviz-lb-shape { width: 10%; }
+.nbviz-lb-table th.nbviz-lb-num { width: 9%; }
+.nbviz-lb-table th.nbviz-lb-m { width: 17.33%; }
+.nbviz-lb-table td.nbviz-lb-m, .nbviz-lb-table th.nbviz-lb-m { padding: 1px 4px; }
+.nbviz-lb-table td.nbviz-lb-m { white-space: normal; }
+.nbviz-lb-name-box { display: flex; align-items: center; gap: 4px; min-width: 0; }
+.nbviz-lb-layer-name { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis;
+  direction: rtl; text-align: left; }
+.nbviz-lb-name-box .nbviz-badge { flex: none; }
 .nbviz-lb-row { cursor: pointer; }
 .nbviz-lb-row:hover { background: var(--jp-layout-color2, #f5f5f5); }
 .nbviz-lb-row.nbviz-selected { background: var(--jp-brand-color3, #bbdefb); }
 .nbviz-lb-row.nbviz-unwatched { color: var(--jp-ui-font-color3, #9e9e9e); }
-.nbviz-lb-metric { display: inline-flex; align-items: center; gap: 4px; }
+.nbviz-lb-metric { display: flex; flex-wrap: wrap; align-items: center; gap: 0 4px; }
+.nbviz-lb-metric span { white-space: nowrap; }
 .nbviz-lb-metric span { min-width: 4.5em; text-align: right; }
 .nbviz-lb-metric span.nbviz-lb-nonfinite { min-width: 0; font-size: 0.85em; }
+.nbviz-lb-metric span.nbviz-lb-nonfinite:empty { display: none; }
 .nbviz-lb-nonfinite-note { font-weight: 600; }
 .nbviz-lb-swatch { display: inline-block; width: 10px; height: 10px; vertical-align: middle;
   border: 1px solid var(--jp-border-color2, #e0e0e0); }

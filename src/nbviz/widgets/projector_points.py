@@ -81,7 +81,10 @@ def point_arrays(xy: np.ndarray, ids: np.ndarray, frame: pd.DataFrame) -> dict[s
     pred = frame["pred"].to_numpy(dtype=np.float64, na_value=np.nan)
     conf = frame["confidence"].to_numpy(dtype=np.float64, na_value=np.nan)
     loss = frame["loss"].to_numpy(dtype=np.float64, na_value=np.nan)
-    loss_hi = float(np.nanpercentile(loss, 99)) if np.isfinite(loss).any() else 0.0
+    # the scale's top over the finite losses: an infinite one would take the percentile
+    # to inf - inf (and a warning), and every other loss to the bottom of the scale
+    finite_loss = loss[np.isfinite(loss)]
+    loss_hi = float(np.percentile(finite_loss, 99)) if finite_loss.size else 0.0
     loss_hi = loss_hi if loss_hi > 0 else 1.0
     target = frame["target"].to_numpy(dtype=np.float64, na_value=np.nan)
     finite_target = target[np.isfinite(target)]

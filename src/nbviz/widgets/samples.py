@@ -71,15 +71,43 @@ def prediction_fields(pred: pd.Series, names: Sequence[str] | None) -> dict[str,
     """What a card shows of an evaluated sample (a row of ``run.predictions()``); only
     the loss for a model that is not a classifier (no predicted class)."""
     if pd.isna(pred["pred"]):
-        return {"evaluated": True, "loss": _finite(pred["loss"])}
-    return {
-        "evaluated": True,
-        "pred": int(pred["pred"]),
-        "pred_name": class_name(names, pred["pred"]),
-        # None (JSON null) where unknown or non-finite: NaN is not JSON
-        "loss": _finite(pred["loss"]),
-        "confidence": _finite(pred["confidence"]),
-    }
+        out: dict[str, Any] = {"evaluated": True, "loss": _finite(pred["loss"])}
+        bad = _nonfinite_names(pred, ("loss",), null_is_nan=True)
+    else:
+        out = {
+            "evaluated": True,
+            "pred": int(pred["pred"]),
+            "pred_name": class_name(names, pred["pred"]),
+            # None (JSON null) where unknown or non-finite: NaN is not JSON
+            "loss": _finite(pred["loss"]),
+            "confidence": _finite(pred["confidence"]),
+        }
+        # a class from non-finite logits: its loss and confidence were NaN (else a null
+        # is a class logged without logits: no loss or confidence recorded)
+        nan = int(pred["pred"]) == NONFINITE_PRED
+        bad = _nonfinite_names(pred, ("loss", "confidence"), null_is_nan=nan)
+    if bad:
+        out["nonfinite"] = bad
+    return out
+
+
+def _nonfinite_names(
+    pred: pd.Series, keys: tuple[str, ...], *, null_is_nan: bool
+) -> dict[str, str]:
+    """``{key: "NaN" | "+Inf" | "-Inf"}`` for each of ``keys`` evaluated as non-finite.
+
+    The store keeps a NaN as NULL: ``null_is_nan`` where the value was computed for
+    certain (a loss-only evaluation's loss; a prediction from non-finite logits).
+    """
+    out = {}
+    for key in keys:
+        value = pred[key]
+        if value is None or pd.isna(value):
+            if null_is_nan:
+                out[key] = "NaN"
+        elif not np.isfinite(float(value)):
+            out[key] = "+Inf" if float(value) > 0 else "-Inf"
+    return out
 
 
 def _finite(value: Any) -> float | None:
