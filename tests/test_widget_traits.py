@@ -131,3 +131,12 @@ def test_every_synced_trait_takes_a_value_or_refuses_it_cleanly(views, view_name
 
     check()
     print(f"{view_name}: {sum(seen.values())} values over {len(seen)} traits")
+
+
+def test_a_list_of_texts_refuses_a_lone_surrogate_and_keeps_its_value(views) -> None:
+    report = views["HealthReport"]
+    before = list(report.expanded)
+    with pytest.raises(traitlets.TraitError, match="expanded.*lone surrogate"):
+        report.expanded = ["ok", "\ud800"]
+    assert report.expanded == before
+    _serialisable(report)

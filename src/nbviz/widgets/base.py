@@ -89,10 +89,10 @@ class NbvizWidget(anywidget.AnyWidget):
     error = traitlets.Unicode("", help="Readable error shown instead of the view.").tag(sync=True)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # every synced text trait refuses text the browser cannot be sent (a lone
-        # surrogate), after the trait's own validator if it has one
+        # every synced text trait (and list of texts) refuses text the browser cannot
+        # be sent (a lone surrogate), after the trait's own validator if it has one
         for name, trait in self.traits(sync=True).items():
-            if isinstance(trait, traitlets.Unicode):
+            if _holds_text(trait):
                 checked = _sendable_text(self._trait_validators.get(name))
                 self._register_validator(checked, [name])
         super().__init__(*args, **kwargs)
@@ -108,6 +108,15 @@ class NbvizWidget(anywidget.AnyWidget):
         return save_html(self, path, **kwargs)
 
 
+def _holds_text(trait: traitlets.TraitType) -> bool:
+    """A text trait, or a list/tuple/set trait of texts."""
+    if isinstance(trait, traitlets.Unicode):
+        return True
+    return isinstance(trait, traitlets.Container) and isinstance(
+        getattr(trait, "_trait", None), traitlets.Unicode
+    )
+
+
 def _sendable_text(
     validator: Callable[[Any, Any], Any] | None,
 ) -> Callable[[Any, Any], Any]:
@@ -115,14 +124,16 @@ def _sendable_text(
 
     def validate(owner: Any, proposal: Any) -> Any:
         value = proposal["value"] if validator is None else validator(owner, proposal)
-        if isinstance(value, str) and not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise traitlets.TraitError(
-                    f"{type(owner).__name__}.{proposal['trait'].name}: {value!r} holds "
-                    f"{value[exc.start]!r}, a lone surrogate the browser cannot be sent"
-                ) from None
+        texts = value if isinstance(value, (list, tuple, set, frozenset)) else (value,)
+        for text in texts:
+            if isinstance(text, str) and not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise traitlets.TraitError(
+                        f"{type(owner).__name__}.{proposal['trait'].name}: {text!r} holds "
+                        f"{text[exc.start]!r}, a lone surrogate the browser cannot be sent"
+                    ) from None
         return value
 
     return validate
