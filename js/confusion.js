@@ -24,15 +24,18 @@ import { nextSort, sortableTable } from "./lib/table.js";
 import { confusionCsv } from "./lib/view_csv.js";
 
 /**
- * @typedef {{class: number, name: string, precision: number, recall: number, f1: number, support: number}} ClassRow
+ * @typedef {{class: number, name: string, precision: number | null, recall: number | null, f1: number | null, support: number}} ClassRow
  */
+
+/** A score, or "—" where it is undefined (null: a class never predicted or never present). */
+const score = (/** @type {number | null} */ v) => (v === null || v === undefined ? "—" : v.toFixed(3));
 
 /** The per-class table's columns; "class" sorts by the class index. */
 const COLUMNS = [
   { key: "name", label: "class", sortValue: (/** @type {ClassRow} */ r) => r.class, cell: (/** @type {ClassRow} */ r) => ({ text: r.name, title: r.name }) },
-  { key: "precision", label: "precision", cell: (/** @type {ClassRow} */ r) => r.precision.toFixed(3) },
-  { key: "recall", label: "recall", cell: (/** @type {ClassRow} */ r) => r.recall.toFixed(3) },
-  { key: "f1", label: "F1", cell: (/** @type {ClassRow} */ r) => r.f1.toFixed(3) },
+  { key: "precision", label: "precision", cell: (/** @type {ClassRow} */ r) => score(r.precision) },
+  { key: "recall", label: "recall", cell: (/** @type {ClassRow} */ r) => score(r.recall) },
+  { key: "f1", label: "F1", cell: (/** @type {ClassRow} */ r) => score(r.f1) },
   { key: "support", label: "support", cell: (/** @type {ClassRow} */ r) => String(r.support) },
 ];
 

@@ -98,9 +98,11 @@ def test_metrics_equal_scikit_learn_with_classes_never_predicted() -> None:
     p[p == 5] = 0
     frame = pd.DataFrame({"id": np.arange(300), "label": y, "pred": p, "loss": rng.random(300)})
     table = metrics.class_metrics(frame, 7)  # class 6 never seen at all
-    ref = precision_recall_fscore_support(y, p, labels=np.arange(7), zero_division=0)
+    ref = precision_recall_fscore_support(y, p, labels=np.arange(7), zero_division=np.nan)
     for column, expected in zip(("precision", "recall", "f1", "support"), ref):
         np.testing.assert_allclose(table[column].to_numpy(), expected)
+    # class 6: never present, never predicted: no score is defined (not 0)
+    assert table.loc[6, ["precision", "recall", "f1"]].isna().all()
     assert table["name"].tolist() == [str(i) for i in range(7)]
     s = metrics.summary(frame, 7)
     assert s.accuracy == pytest.approx(accuracy_score(y, p))

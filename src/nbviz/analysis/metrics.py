@@ -268,7 +268,9 @@ def class_metrics(
 ) -> pd.DataFrame:
     """Per-class ``[class, name, precision, recall, f1, support]``.
 
-    scikit-learn's ``precision_recall_fscore_support`` with ``zero_division=0``.
+    scikit-learn's ``precision_recall_fscore_support``; a score with nothing to
+    divide by is NaN, not 0 (precision of a class never predicted, recall of a
+    class never present): a view shows it as undefined rather than as a failure.
     """
     from sklearn.metrics import precision_recall_fscore_support
 
@@ -281,10 +283,10 @@ def class_metrics(
             preds["label"].to_numpy(dtype=np.int64),
             preds["pred"].to_numpy(dtype=np.int64),
             labels=labels,
-            zero_division=0,
+            zero_division=np.nan,
         )
     else:
-        p = r = f = np.zeros(n)
+        p = r = f = np.full(n, np.nan)
         s = np.zeros(n, dtype=np.int64)
     names = [str(c) for c in class_names] if class_names is not None else []
     names += [str(i) for i in range(len(names), n)]  # classes beyond the names known

@@ -361,9 +361,10 @@ class ConfusionMatrix(LiveView):
             {
                 "class": int(r["class"]),
                 "name": str(r["name"]),
-                "precision": float(r["precision"]),
-                "recall": float(r["recall"]),
-                "f1": float(r["f1"]),
+                # None (JSON null) where the score is undefined (nothing to divide by)
+                "precision": _score(float(r["precision"])),
+                "recall": _score(float(r["recall"])),
+                "f1": _score(float(r["f1"])),
                 "support": int(r["support"]),
             }
             for r in table.to_dict("records")
