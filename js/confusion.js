@@ -70,7 +70,8 @@ function render({ model, el: root }) {
     clearButton,
     menu.node,
   ]);
-  const matrix = matrixView();
+  // the matrix fits the width of the view's main row (its own width follows the matrix)
+  const matrix = matrixView(() => main);
   const readout = el("div", { class: "nbviz-cm-readout" });
   const scores = el("div", { class: "nbviz-cm-scores" });
   const confused = el("ul", { class: "nbviz-cm-confused" });
@@ -287,6 +288,7 @@ function render({ model, el: root }) {
     }),
     on(modeSelect, "change", () => save(model, { normalize: modeSelect.value })),
     splits.stop,
+    matrix.stop,
     on(clearButton, "click", () => save(model, { selected: [], selected_flip: "" })),
     on(compareSelect, "change", () => save(model, { compare_step: Number(compareSelect.value) })),
     // "no evaluation at or before step N" names the linked step: redraw when it moves

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { changeColor, labelHeight, signed } from "../lib/confusion/matrix.js";
+import { cellSize, changeColor, labelHeight, labelWidth, signed } from "../lib/confusion/matrix.js";
 import { unitAt } from "../lib/layer_browser/units.js";
 
 test("changeColor: blue where the model improved, red where it got worse, white for none", () => {
@@ -39,4 +39,19 @@ test("column labels are as tall as the longest class name needs, no empty band a
   assert.ok(labelHeight(words, 3) > 34 && labelHeight(words, 3) < 90);
   assert.ok(labelHeight(words, 3) >= "automobile".length * 6.6, "the longest name fits");
   assert.equal(labelHeight(["a class name far longer than any label could show"], 1), 90, "long names are cut");
+});
+
+test("the matrix fits the pane it is in: cells shrink to the room, down to a scrolling minimum", () => {
+  assert.equal(cellSize(10), 44, "no pane measured: about 440 px");
+  assert.equal(cellSize(10, 0), 44, "a closed tab (width 0) keeps the usual size");
+  assert.equal(cellSize(10, 380), 38, "a 380 px pane: ten 38 px cells");
+  assert.equal(cellSize(10, 2000), 44, "a wide pane: never above the usual size");
+  assert.equal(cellSize(100, 380), 14, "100 classes: the minimum, and the box scrolls");
+});
+
+test("row labels are as wide as the longest class name needs", () => {
+  const digits = Array.from({ length: 10 }, (_, i) => String(i));
+  assert.equal(labelWidth(digits, 10), 72, "digits: as narrow as the corner's words allow");
+  assert.ok(labelWidth(["airplane", "automobile"], 2) >= "automobile".length * 6.6);
+  assert.equal(labelWidth(["a class name far longer than any label could show"], 1), 110, "long names are cut");
 });

@@ -5,9 +5,11 @@
 import { mix } from "../color.js";
 import { el } from "../dom.js";
 import { drawHeatmap } from "../heatmap.js";
+import { perFrame } from "../schedule.js";
 import { decodeArray } from "../wire.js";
 
-const LABEL_W = 110; // px for the row labels (longer names are cut, full text on hover)
+const LABEL_W = 110; // px at most for the row labels (longer names are cut, full text on hover)
+const MIN_LABEL_W = 72; // px: the corner's "predicted →" on one line
 const LABEL_H = 90; // px at most for the column labels (longer names are cut, full text on hover)
 const MIN_LABEL_H = 34; // px: the corner's two lines ("predicted →", "true ↓")
 const CHAR_W = 6.6; // px a character of the 11px labels takes, about
@@ -18,12 +20,28 @@ const LOW = /** @type {[number, number, number]} */ ([247, 251, 255]);
 const HIGH = /** @type {[number, number, number]} */ ([8, 48, 107]);
 
 /**
- * Cell size in CSS px for `n` classes: fills about TARGET px, never under MIN_CELL.
+ * Cell size in CSS px for `n` classes: fills about TARGET px, or the `room` there is
+ * where that is less (a narrow pane), never under MIN_CELL (then the matrix scrolls).
+ * @param {number} n
+ * @param {number} [room]  px across available for the cells
+ * @returns {number}
+ */
+export function cellSize(n, room = TARGET) {
+  const across = Math.min(TARGET, room > 0 ? room : TARGET);
+  return Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(across / Math.max(n, 1))));
+}
+
+/**
+ * Width in CSS px of the row labels: as wide as the longest name needs, within
+ * MIN_LABEL_W..LABEL_W.
+ * @param {string[]} names
  * @param {number} n
  * @returns {number}
  */
-export function cellSize(n) {
-  return Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(TARGET / Math.max(n, 1))));
+export function labelWidth(names, n) {
+  let longest = 0;
+  for (let i = 0; i < n; i++) longest = Math.max(longest, String(names[i] ?? i).length);
+  return Math.max(MIN_LABEL_W, Math.min(LABEL_W, Math.ceil(longest * CHAR_W) + 12));
 }
 
 /**
@@ -189,13 +207,18 @@ function writeCells(ctx, data, cell, by) {
 }
 
 /**
- * The matrix with its axis labels, in a scrolling box (`el`). draw() paints it;
- * lookup() gives the cell under a pointer event of the latest drawing.
+ * The matrix with its axis labels, in a scrolling box (`el`). draw() paints it, its
+ * cells sized to the width of `pane()` (the element whose width is the room the
+ * matrix has, whatever the matrix's own size), and again when that width changes;
+ * lookup() gives the cell under a pointer event of the latest drawing; stop() ends
+ * the following.
+ * @param {() => HTMLElement | null} pane
  * @returns {{el: HTMLElement, canvas: HTMLCanvasElement,
  *   draw: (data: MatrixData | null, o: {by: "counts" | "row" | "column", selected: number[], names: string[]}) => void,
- *   lookup: () => (((e: {clientX: number, clientY: number}) => ({row: number, col: number} | null)) | null)}}
+ *   lookup: () => (((e: {clientX: number, clientY: number}) => ({row: number, col: number} | null)) | null),
+ *   stop: () => void}}
  */
-export function matrixView() {
+export function matrixView(pane) {
   const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-cm-canvas" }));
   const colLabels = el("div", { class: "nbviz-cm-collabels", style: { display: "flex" } });
   const rowLabels = el("div", { class: "nbviz-cm-rowlabels", style: { display: "flex", flexDirection: "column" } });
@@ -214,6 +237,9 @@ export function matrixView() {
   const scroll = el("div", { class: "nbviz-cm-scroll" }, [grid]);
   /** @type {((e: {clientX: number, clientY: number}) => ({row: number, col: number} | null)) | null} */
   let cellFromEvent = null;
+  /** @type {[MatrixData | null, any] | null} */
+  let last = null;
+  let drawnWidth = 0;
 
   /**
    * @param {MatrixData | null} data
@@ -226,10 +252,15 @@ export function matrixView() {
       return;
     }
     scroll.style.display = "";
+    follow();
+    last = [data, o];
+    drawnWidth = pane()?.clientWidth ?? 0;
     const { n, shown, max, delta, peak } = data;
-    const cell = cellSize(n);
+    const labelW = labelWidth(o.names, n);
+    // the pane's width (0 while a closed tab hides it: then the usual size)
+    const cell = cellSize(n, drawnWidth - labelW - 2);
     const size = cell * n;
-    grid.style.gridTemplateColumns = `${LABEL_W}px ${size}px`;
+    grid.style.gridTemplateColumns = `${labelW}px ${size}px`;
     const labelH = labelHeight(o.names, n);
     grid.style.gridTemplateRows = `${labelH}px ${size}px`;
     const sel = o.selected;
@@ -255,12 +286,33 @@ export function matrixView() {
         text: o.names[i] ?? String(i),
         attrs: { title: `${i}: ${o.names[i] ?? i}` },
         style: cls === "nbviz-cm-rowlabel"
-          ? { height: `${cell}px`, lineHeight: `${cell}px`, width: `${LABEL_W}px` }
+          ? { height: `${cell}px`, lineHeight: `${cell}px`, width: `${labelW}px` }
           : { width: `${cell}px`, height: `${labelH}px`, lineHeight: `${cell}px` },
       });
     rowLabels.replaceChildren(...Array.from({ length: n }, (_, i) => label(i, "nbviz-cm-rowlabel", sel[0] === i)));
     colLabels.replaceChildren(...Array.from({ length: n }, (_, i) => label(i, "nbviz-cm-collabel", sel[1] === i)));
   };
 
-  return { el: scroll, canvas, draw, lookup: () => cellFromEvent };
+  // drawn again at the pane's new width (a tab opened, the window resized), in the
+  // next frame: a size set inside the observer's callback would be a layout change
+  // it has to report in the same frame
+  const refit = perFrame(() => {
+    if (last && Math.abs((pane()?.clientWidth ?? 0) - drawnWidth) > 1) draw(...last);
+  });
+  const resize = new ResizeObserver(() => refit());
+  let observed = /** @type {HTMLElement | null} */ (null);
+  const follow = () => {
+    const now = pane();
+    if (now && now !== observed) {
+      if (observed) resize.unobserve(observed);
+      resize.observe(now);
+      observed = now;
+    }
+  };
+  const stop = () => {
+    resize.disconnect();
+    refit.cancel();
+  };
+
+  return { el: scroll, canvas, draw, lookup: () => cellFromEvent, stop };
 }
