@@ -148,20 +148,32 @@ class StepCapture:
 
     def _binned(self) -> torch.Tensor:
         """``[underflow, bins..., overflow]`` of every queued sample, block after block."""
-        samples = torch.cat(self._samples)
         sizes = [t.numel() for t in self._samples]
+        scratch = self.scratch
+        if scratch is not None and len({t.dtype for t in self._samples}) == 1:
+            # the step's samples and their bin numbers in buffers kept across captures:
+            # fresh ones of this size cost page faults at every capture on CPU
+            dtype = self._samples[0].dtype
+            samples = torch.cat(self._samples, out=scratch.take(sum(sizes), dtype, "samples"))
+        else:
+            samples = torch.cat(self._samples)
         if self.bin_cache is not None:
             start, scale, first = self.bin_cache.constants(self._sample_hists, sizes, samples)
         else:
             start, scale, first = bin_constants(self._sample_hists, sizes, samples)
         idx = samples.sub_(start).mul_(scale).clamp_(0, self.bins + 1).floor_().add_(first)
         total = len(self._samples) * (self.bins + 2)
-        if not self._weighted:
-            return torch.bincount(idx.long(), minlength=total)
-        # NaN weighs nothing; infinities were clamped into the outer bins
-        weights = (idx == idx).to(samples.dtype)
-        idx = torch.nan_to_num_(idx, nan=0.0)
-        return torch.bincount(idx.long(), weights, minlength=total)
+        weights = None
+        if self._weighted:
+            # NaN weighs nothing; infinities were clamped into the outer bins
+            weights = (idx == idx).to(samples.dtype)
+            idx = torch.nan_to_num_(idx, nan=0.0)
+        if scratch is not None and total < 2**31:
+            # whole numbers below ``total``: exact in int32, which bincount takes as well
+            bin_index = scratch.take(idx.numel(), torch.int32, "bins").copy_(idx)
+        else:
+            bin_index = idx.long()
+        return torch.bincount(bin_index, weights, minlength=total)
 
     def _add(self, entry: Entry, scalars: list, vectors: list) -> None:
         entry.vector_sizes = tuple(v.numel() for v in vectors)

@@ -77,14 +77,23 @@ class Scratch:
     """
 
     def __init__(self) -> None:
-        self._buffers: dict[torch.dtype, torch.Tensor] = {}
+        self._buffers: dict[tuple[torch.dtype, str], torch.Tensor] = {}
 
     def like(self, flat: torch.Tensor) -> torch.Tensor:
         """An uninitialised 1-d tensor with ``flat``'s size and dtype, valid until the next call."""
         n = flat.numel()
-        buf = self._buffers.get(flat.dtype)
+        buf = self._buffers.get((flat.dtype, ""))
         if buf is None or buf.numel() < n:
-            buf = self._buffers[flat.dtype] = torch.empty(n, dtype=flat.dtype)
+            buf = self._buffers[(flat.dtype, "")] = torch.empty(n, dtype=flat.dtype)
+        return buf[:n]
+
+    def take(self, n: int, dtype: torch.dtype, use: str) -> torch.Tensor:
+        """An uninitialised 1-d tensor of ``n`` elements for ``use`` (a buffer apart from
+        ``like``'s), valid until the next ``take`` for the same use."""
+        key = (dtype, use)
+        buf = self._buffers.get(key)
+        if buf is None or buf.numel() < n:
+            buf = self._buffers[key] = torch.empty(n, dtype=dtype)
         return buf[:n]
 
 
@@ -163,7 +172,11 @@ def _finite_parts(
     small tensors, as keyword parsing and buffer slicing cost more than the op there.
     """
     n = flat.numel()
-    if scratch is not None and n >= SCRATCH_MIN:
+    large = scratch is not None and n >= SCRATCH_MIN
+    if large and unit_dim is not None:
+        # 1.0 where nonzero, in one pass (a sign and its abs take two)
+        sign = torch.ne(flat, 0, out=scratch.like(flat))
+    elif large:
         sign = torch.sign(flat, out=scratch.like(flat))
     else:
         sign = flat.sign()
@@ -171,7 +184,7 @@ def _finite_parts(
     if unit_dim is not None:
         shape = xf.shape
         dims = _other_dims(len(shape), unit_dim)
-        if not nonnegative:  # signs of a ReLU output are already 0 or 1
+        if not (nonnegative or large):  # signs of a ReLU output are already 0 or 1
             sign.abs_()
         if n // max(shape[unit_dim], 1) >= _EXACT_F32:
             vectors.append(sign.view(shape).sum(dims, dtype=torch.float64))
