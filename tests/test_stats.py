@@ -116,3 +116,19 @@ def test_rows_summarized_together_equal_each_row_alone():
         assert [type(v) for v in got] == [type(v) for v in expected]
         np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
     assert st.summarize_all(np.zeros((0, ts.N_STATS))) == []
+
+
+def test_unit_counts_and_peaks_of_signed_outputs_from_their_magnitudes():
+    scratch = ts.Scratch()
+    for shape in ((2, 3, 8), (8, 64, 160)):  # below and above the scratch buffer's size
+        x = torch.randn(shape)
+        x[0, 0, :3] = 0.0
+        x[1, 1, 2:5] = -0.0
+        x[:, :, 7] = 0.0  # a dead unit
+        capture = st.StepCapture(BINS, scratch)
+        entry, scalars, vectors = capture.measure_clean("l", x, 2, None, peaks=True)
+        nonzero, sums, peaks = (v.numpy() for v in vectors)
+        np.testing.assert_array_equal(nonzero, (x != 0).sum(dim=(0, 1)).float().numpy())
+        np.testing.assert_allclose(sums, x.sum(dim=(0, 1)).numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(peaks, x.abs().amax(dim=(0, 1)).numpy())
+        assert entry.peaks and entry.units == shape[2]

@@ -172,11 +172,7 @@ def _finite_parts(
     small tensors, as keyword parsing and buffer slicing cost more than the op there.
     """
     n = flat.numel()
-    large = scratch is not None and n >= SCRATCH_MIN
-    if large and unit_dim is not None:
-        # 1.0 where nonzero, in one pass (a sign and its abs take two)
-        sign = torch.ne(flat, 0, out=scratch.like(flat))
-    elif large:
+    if scratch is not None and n >= SCRATCH_MIN:
         sign = torch.sign(flat, out=scratch.like(flat))
     else:
         sign = flat.sign()
@@ -184,7 +180,7 @@ def _finite_parts(
     if unit_dim is not None:
         shape = xf.shape
         dims = _other_dims(len(shape), unit_dim)
-        if not (nonnegative or large):  # signs of a ReLU output are already 0 or 1
+        if not nonnegative:  # signs of a ReLU output are already 0 or 1
             sign.abs_()
         if n // max(shape[unit_dim], 1) >= _EXACT_F32:
             vectors.append(sign.view(shape).sum(dims, dtype=torch.float64))
