@@ -88,3 +88,47 @@ def test_histogram_sample_spreads_over_the_whole_tensor():
     assert len(np.unique(seen_rows // (rows // 8))) == 8  # every eighth of the rows is sampled
     # the runs start at many different columns, not a few aliased ones
     assert len(np.unique(sample_cols.numpy())) > cols // 2
+
+
+def test_rows_summarized_together_equal_each_row_alone():
+    rng = np.random.default_rng(0)
+    rows = [
+        [100, 5.0, 40.0, -2.0, 3.0, 90, 0],  # plain
+        [100, 5.0, 40.0, -2.0, 3.0, 90, 4],  # some non-finite
+        [10, 0.0, 0.0, 0.0, 0.0, 0, 0],  # all zeros
+        [10, 0.0, 0.0, 0.0, 0.0, 0, 10],  # nothing finite
+        [0, 0.0, 0.0, 0.0, 0.0, 0, 0],  # empty
+        [7, 7e30, 7e60, 1e30, 1e30, 7, 0],  # variance lost to rounding: clamped at 0
+    ]
+    for _ in range(20):
+        n = int(rng.integers(1, 10_000))
+        x = rng.normal(size=n) * rng.uniform(1e-3, 1e3)
+        rows.append([n, x.sum(), (x * x).sum(), x.min(), x.max(), n - 3, 0])
+    stats = np.array(rows, dtype=np.float64)
+    together = st.summarize_all(stats)
+    assert len(together) == len(rows)
+    for row, got in zip(stats, together, strict=True):
+        alone = st.summarize(row)
+        expected = tuple(
+            alone[k]
+            for k in ("count", "mean", "std", "min", "max", "zero_frac", "nonfinite", "norm")
+        )
+        assert [type(v) for v in got] == [type(v) for v in expected]
+        np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
+    assert st.summarize_all(np.zeros((0, ts.N_STATS))) == []
+
+
+def test_unit_counts_and_peaks_of_signed_outputs_from_their_magnitudes():
+    scratch = ts.Scratch()
+    for shape in ((2, 3, 8), (8, 64, 160)):  # below and above the scratch buffer's size
+        x = torch.randn(shape)
+        x[0, 0, :3] = 0.0
+        x[1, 1, 2:5] = -0.0
+        x[:, :, 7] = 0.0  # a dead unit
+        capture = st.StepCapture(BINS, scratch)
+        entry, scalars, vectors = capture.measure_clean("l", x, 2, None, peaks=True)
+        nonzero, sums, peaks = (v.numpy() for v in vectors)
+        np.testing.assert_array_equal(nonzero, (x != 0).sum(dim=(0, 1)).float().numpy())
+        np.testing.assert_allclose(sums, x.sum(dim=(0, 1)).numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(peaks, x.abs().amax(dim=(0, 1)).numpy())
+        assert entry.peaks and entry.units == shape[2]

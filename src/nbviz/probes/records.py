@@ -61,28 +61,14 @@ class Records:
             for (layer, signal), res in results.items()
             if signal == "weight" and res.stats[6]
         }
-        for (layer, signal), res in results.items():
-            s = st.summarize(res.stats)
+        summaries = st.summarize_all(np.array([res.stats for res in results.values()]))
+        for ((layer, signal), res), s in zip(results.items(), summaries, strict=True):
+            # s: count, mean, std, min, max, zero_frac, nonfinite, norm
             rel = None
             if signal == "weight" and init_values is not None:
                 j = param_index[layer]
                 rel = float(init_values[j]) / self._init_norm[j] if self._init_norm[j] else None
-            stats_rows.append(
-                (
-                    step,
-                    layer,
-                    signal,
-                    s["count"],
-                    s["mean"],
-                    s["std"],
-                    s["min"],
-                    s["max"],
-                    s["zero_frac"],
-                    s["nonfinite"],
-                    s["norm"],
-                    rel,
-                )
-            )
+            stats_rows.append((step, layer, signal, *s, rel))
             if res.hist is not None:
                 counts = res.hist.astype("<i8")
                 lo, hi = res.hist_range
@@ -96,7 +82,7 @@ class Records:
                         counts[1:-1].tobytes(),
                         int(counts[0]),
                         int(counts[-1]),
-                        s["nonfinite"],
+                        s[6],
                     )
                 )
             if res.unit_nonzero is not None and res.unit_count > 0:

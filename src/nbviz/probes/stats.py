@@ -148,20 +148,32 @@ class StepCapture:
 
     def _binned(self) -> torch.Tensor:
         """``[underflow, bins..., overflow]`` of every queued sample, block after block."""
-        samples = torch.cat(self._samples)
         sizes = [t.numel() for t in self._samples]
+        scratch = self.scratch
+        if scratch is not None and len({t.dtype for t in self._samples}) == 1:
+            # the step's samples and their bin numbers in buffers kept across captures:
+            # fresh ones of this size cost page faults at every capture on CPU
+            dtype = self._samples[0].dtype
+            samples = torch.cat(self._samples, out=scratch.take(sum(sizes), dtype, "samples"))
+        else:
+            samples = torch.cat(self._samples)
         if self.bin_cache is not None:
             start, scale, first = self.bin_cache.constants(self._sample_hists, sizes, samples)
         else:
             start, scale, first = bin_constants(self._sample_hists, sizes, samples)
         idx = samples.sub_(start).mul_(scale).clamp_(0, self.bins + 1).floor_().add_(first)
         total = len(self._samples) * (self.bins + 2)
-        if not self._weighted:
-            return torch.bincount(idx.long(), minlength=total)
-        # NaN weighs nothing; infinities were clamped into the outer bins
-        weights = (idx == idx).to(samples.dtype)
-        idx = torch.nan_to_num_(idx, nan=0.0)
-        return torch.bincount(idx.long(), weights, minlength=total)
+        weights = None
+        if self._weighted:
+            # NaN weighs nothing; infinities were clamped into the outer bins
+            weights = (idx == idx).to(samples.dtype)
+            idx = torch.nan_to_num_(idx, nan=0.0)
+        if scratch is not None and total < 2**31:
+            # whole numbers below ``total``: exact in int32, which bincount takes as well
+            bin_index = scratch.take(idx.numel(), torch.int32, "bins").copy_(idx)
+        else:
+            bin_index = idx.long()
+        return torch.bincount(bin_index, weights, minlength=total)
 
     def _add(self, entry: Entry, scalars: list, vectors: list) -> None:
         entry.vector_sizes = tuple(v.numel() for v in vectors)
@@ -241,12 +253,17 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
     binned = flat[n_scalars + n_vectors :]
     parts: dict[int, tuple[np.ndarray, list[np.ndarray]]] = {}
     redo: list[tuple[int, Entry]] = []
-    s_off = v_off = 0
+    # every entry's 0-d results placed in one assignment (a capture step has hundreds)
+    table = np.zeros((len(entries), N_STATS))
+    rows: list[int] = []
+    cols: list[int] = []
     for i, e in enumerate(entries):
-        stats = np.zeros(N_STATS)
-        k = len(e.scalars)
-        stats[list(e.scalars)] = scalars[s_off : s_off + k]
-        s_off += k
+        rows.extend([i] * len(e.scalars))
+        cols.extend(e.scalars)
+    table[rows, cols] = scalars
+    v_off = 0
+    for i, e in enumerate(entries):
+        stats = table[i]
         vecs = []
         for size in e.vector_sizes:
             vecs.append(vectors[v_off : v_off + size])
@@ -337,3 +354,28 @@ def summarize(stats: np.ndarray) -> dict[str, float]:
         "nonfinite": int(nonfinite),
         "norm": sumsq**0.5,
     }
+
+
+def summarize_all(stats: np.ndarray) -> list[tuple]:
+    """:func:`summarize` of each row of ``(k, N_STATS)`` statistic vectors, in one pass of
+    array operations (a capture step has hundreds): per row, ``(count, mean, std, min,
+    max, zero_frac, nonfinite, norm)``, the same numbers as ``summarize`` gives."""
+    stats = np.asarray(stats, dtype=np.float64).reshape(-1, N_STATS)
+    count, total, sumsq, mn, mx, nonzero, nonfinite = stats.T
+    finite = count - nonfinite
+    seen = finite > 0
+    nan = float("nan")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        mean = total / finite
+        var = np.maximum(sumsq / finite - mean * mean, 0.0)
+        std = var**0.5
+        zero_frac = (count - nonzero - nonfinite) / count
+        sumsq = np.where(seen, sumsq, nan)
+        norm = sumsq**0.5
+    columns = [
+        count.astype(np.int64),
+        *(np.where(seen, c, nan) for c in (mean, std, mn, mx, zero_frac)),
+        nonfinite.astype(np.int64),
+        norm,
+    ]
+    return list(zip(*(c.tolist() for c in columns), strict=True))

@@ -77,14 +77,23 @@ class Scratch:
     """
 
     def __init__(self) -> None:
-        self._buffers: dict[torch.dtype, torch.Tensor] = {}
+        self._buffers: dict[tuple[torch.dtype, str], torch.Tensor] = {}
 
     def like(self, flat: torch.Tensor) -> torch.Tensor:
         """An uninitialised 1-d tensor with ``flat``'s size and dtype, valid until the next call."""
         n = flat.numel()
-        buf = self._buffers.get(flat.dtype)
+        buf = self._buffers.get((flat.dtype, ""))
         if buf is None or buf.numel() < n:
-            buf = self._buffers[flat.dtype] = torch.empty(n, dtype=flat.dtype)
+            buf = self._buffers[(flat.dtype, "")] = torch.empty(n, dtype=flat.dtype)
+        return buf[:n]
+
+    def take(self, n: int, dtype: torch.dtype, use: str) -> torch.Tensor:
+        """An uninitialised 1-d tensor of ``n`` elements for ``use`` (a buffer apart from
+        ``like``'s), valid until the next ``take`` for the same use."""
+        key = (dtype, use)
+        buf = self._buffers.get(key)
+        if buf is None or buf.numel() < n:
+            buf = self._buffers[key] = torch.empty(n, dtype=dtype)
         return buf[:n]
 
 
