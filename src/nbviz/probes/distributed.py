@@ -445,9 +445,9 @@ def gather_evaluation(
         pred = rec.predictions_from(np.asarray(logits), None, "evaluate")[0]
         has_class = pred != rec.NONFINITE_PRED
         accuracy = float(np.mean(pred == labels)) if has_class.any() else math.nan
-        metrics_t = torch.tensor(
-            [float(np.mean(losses)), accuracy], dtype=torch.float64, device=ctx.device
-        )
+        with np.errstate(invalid="ignore"):  # +inf and -inf losses: a NaN mean, as it is
+            mean_loss = float(np.mean(losses))
+        metrics_t = torch.tensor([mean_loss, accuracy], dtype=torch.float64, device=ctx.device)
     dist.broadcast(metrics_t, src=0)
     loss, acc = metrics_t.cpu().tolist()
     return result, {f"{split}_loss": loss, f"{split}_accuracy": acc}
