@@ -318,7 +318,9 @@ def summary(preds: pd.DataFrame, n_classes: int | None = None) -> Summary:
     """Accuracy and macro/weighted F1 over the classes ``0..n_classes-1`` (NaN when empty).
 
     The scores are over the samples with finite logits (``n`` of them); the
-    others are counted in ``nonfinite``.
+    others are counted in ``nonfinite``. A class neither present nor predicted
+    has no F1 (as in :func:`class_metrics`): the macro average leaves it out
+    rather than counting it as 0.
     """
     from sklearn.metrics import accuracy_score, f1_score
 
@@ -334,8 +336,8 @@ def summary(preds: pd.DataFrame, n_classes: int | None = None) -> Summary:
     return Summary(
         n=len(y),
         accuracy=float(accuracy_score(y, p)),
-        macro_f1=float(f1_score(y, p, labels=labels, average="macro", zero_division=0)),
-        weighted_f1=float(f1_score(y, p, labels=labels, average="weighted", zero_division=0)),
+        macro_f1=float(f1_score(y, p, labels=labels, average="macro", zero_division=np.nan)),
+        weighted_f1=float(f1_score(y, p, labels=labels, average="weighted", zero_division=np.nan)),
         nonfinite=bad,
     )
 
