@@ -174,7 +174,7 @@ def test_scalar_outline_names_a_bad_ends_and_takes_one_row_at_each_end(
     with Reader(runs[LONG]) as r:
         with pytest.raises(ValueError, match=r"ends must be an integer >= 1, got 0"):
             r.scalar_outline("loss", 64, ends=0)
-        with pytest.raises(TypeError, match=r"ends must be an integer >= 1, got 2.5"):
+        with pytest.raises(TypeError, match=r"scalar_outline: ends must be an integer, got 2.5"):
             r.scalar_outline("loss", 64, ends=2.5)
         with pytest.raises(ValueError, match=r"max_points must be an integer >= 2, got 1"):
             r.scalar_outline("loss", 1, ends=1)
