@@ -11,7 +11,7 @@ import { makeScale, sizeCanvas, themeColors } from "./lib/linechart.js";
 import { listen, save } from "./lib/model.js";
 import { guard, present, viewState } from "./lib/state.js";
 import { snapIndex } from "./lib/steps.js";
-import { attentionCsv } from "./lib/view_csv.js";
+import { attentionCsv, attentionCsvNote } from "./lib/view_csv.js";
 import { decodeArray } from "./lib/wire.js";
 
 const CELL = 72; // px per map in the grid
@@ -65,7 +65,10 @@ function render({ model, el: root }) {
   const big = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-attn-big" }));
   const menu = exportMenu({
     name: "attention_maps",
-    csv: () => attentionCsv((k) => model.get(k)),
+    csv: () => {
+      const get = (/** @type {string} */ k) => model.get(k);
+      return { text: attentionCsv(get), note: attentionCsvNote(get) };
+    },
     png: () => [
       ...[...grid.querySelectorAll("canvas")].map((canvas) => ({ canvas, title: canvas.getAttribute("title") ?? "" })),
       ...(model.get("selected")?.length ? [{ canvas: big, title: bigTitle.textContent ?? "" }] : []),

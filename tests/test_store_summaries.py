@@ -168,6 +168,22 @@ def test_a_short_range_is_read_as_its_rows(runs: dict[int, Path]) -> None:
     assert edged.frame["step"].tolist() == list(range(3999, 4081))
 
 
+def test_scalar_outline_names_a_bad_ends_and_takes_one_row_at_each_end(
+    runs: dict[int, Path],
+) -> None:
+    with Reader(runs[LONG]) as r:
+        with pytest.raises(ValueError, match=r"ends must be an integer >= 1, got 0"):
+            r.scalar_outline("loss", 64, ends=0)
+        with pytest.raises(TypeError, match=r"scalar_outline: ends must be an integer, got 2.5"):
+            r.scalar_outline("loss", 64, ends=2.5)
+        with pytest.raises(ValueError, match=r"max_points must be an integer >= 2, got 1"):
+            r.scalar_outline("loss", 1, ends=1)
+        outline = r.scalar_outline("loss", 64, ends=1)
+    steps = outline["step"].tolist()
+    assert steps[0] == 0 and steps[-1] == LONG - 1
+    assert outline["n"].iloc[0] == 1 and outline["n"].iloc[-1] == 1
+
+
 def test_non_finite_values_are_kept_apart_and_a_rewritten_step_replaces_its_value(
     tmp_path: Path,
 ) -> None:

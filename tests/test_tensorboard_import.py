@@ -336,3 +336,22 @@ def test_damaged_stored_bins_are_a_clear_error_and_the_views_still_draw(logdir, 
         assert view.current["step"] == step
         assert np.frombuffer(view.current["counts"]["data"], "<f8").sum() == 500
     nbviz.Dashboard(run)
+
+
+def test_histogram_bins_that_cannot_be_kept_name_their_tag_and_step(tmp_path):
+    from nbviz.importers import event_files as ef
+    from nbviz.importers.tensorboard import _write_histograms
+    from nbviz.store import Writer
+
+    edges = np.array([0.0, 1.0, 2.0, 3.0])
+    good = ef.Histogram("fc1.weight", 0, 0.0, edges, np.array([1.0, 2.0, 3.0]))
+    bad = ef.Histogram("fc1.weight", 7, 0.0, edges, np.array([1.0, -1.0, 2.0]))
+    writer = Writer(tmp_path / "run")
+    try:
+        with pytest.raises(
+            ValueError,
+            match=r"histogram 'fc1.weight' at step 7: histogram bins: a count that is negative",
+        ):
+            _write_histograms(writer, {"fc1.weight": {0: good, 7: bad}}, [])
+    finally:
+        writer.close()

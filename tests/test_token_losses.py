@@ -149,6 +149,27 @@ def test_loss_fn_ignore_index_marks_padding(tmp_path: Path) -> None:
             assert frame["padding"].to_numpy().reshape(3, 5).tolist() == (y == 0).tolist()
 
 
+def test_an_ignore_index_that_loss_fn_contradicts_is_refused(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyLM()
+    x = torch.randint(0, 9, (3, 5))
+    y = torch.randint(0, 9, (3, 5))
+    y[1, 2:] = 0
+
+    class TokenCE(nn.CrossEntropyLoss):
+        def forward(self, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+            return super().forward(out.transpose(1, 2), target)
+
+    with nbviz.Run(tmp_path / "r") as run:
+        with pytest.raises(ValueError, match=r"ignore_index=0 but loss_fn.ignore_index is -100"):
+            run.evaluate(0, model, [(x, y)], loss_fn=TokenCE(reduction="none"), ignore_index=0)
+        assert not len(run.prediction_steps())  # refused before the pass
+        loss_fn = TokenCE(reduction="none", ignore_index=0)
+        run.evaluate(0, model, [(x, y)], loss_fn=loss_fn, ignore_index=0)
+        padding = run.token_losses(0)["padding"].to_numpy().reshape(3, 5)
+        assert padding.tolist() == (y == 0).tolist()
+
+
 def test_log_token_losses_checks_its_arguments(tmp_path: Path) -> None:
     with nbviz.Run(tmp_path / "r") as run:
         with pytest.raises(ValueError, match=r"losses must be \(samples, positions\)"):
@@ -187,6 +208,46 @@ def test_non_finite_token_losses_are_kept_and_counted_by_the_gallery(tmp_path: P
         detail = gallery.show(1)
         assert detail["tokens"]["more"] == 0 and "outputs" not in detail
         gallery.close()
+
+
+def test_a_sample_that_is_all_padding_has_no_loss_rather_than_a_nan_one(tmp_path: Path) -> None:
+    losses = np.array([[0.5, 1.0, 2.0], [np.nan, np.nan, 0.0], [np.nan, 1.0, 1.0]])
+    targets = np.array([[1, 2, 3], [-100, -100, -100], [4, 5, 6]])
+    with nbviz.Run(tmp_path / "r") as run:
+        run.log_token_losses(3, losses, targets)
+        assert np.isnan(run.predictions(3)["loss"].iloc[1])  # a mean of nothing, kept as NULL
+        gallery = nbviz.SampleGallery(run, live=False)
+        cards = {item["id"]: item for item in gallery.items}
+        assert cards[1]["loss_note"] == "no tokens counted" and "nonfinite" not in cards[1]
+        assert cards[1]["tokens"]["counted"] == 0 and cards[0]["tokens"]["counted"] == 3
+        # a NaN token loss that counts is a non-finite loss still
+        assert cards[2]["nonfinite"] == {"loss": "NaN"} and "loss_note" not in cards[2]
+        detail = gallery.show(1)
+        assert detail["loss_note"] == "no tokens counted" and "nonfinite" not in detail
+        assert "loss_note" not in gallery.show(0)
+        gallery.close()
+
+
+def test_another_models_outputs_are_not_decoded_to_find_no_tokens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with nbviz.Run(tmp_path / "r") as run:
+        images = np.zeros((3, 8, 8), dtype=np.float32)
+        run.log_outputs(0, np.ones(3), images, images)
+        run.log_token_losses(1, np.ones((2, 3)), np.ones((2, 3), dtype=int))
+    view = nbviz.open_run(tmp_path / "r")
+    decoded: list[int] = []
+    outputs = type(view).outputs
+
+    def counted(self, step: int, split: str = "val"):
+        decoded.append(step)
+        return outputs(self, step, split)
+
+    monkeypatch.setattr(type(view), "outputs", counted)
+    assert view.token_evaluation(0) is None and view.token_evaluation(5) is None
+    assert decoded == []
+    assert view.token_evaluation(1) is not None and decoded == [1]
+    view.close()
 
 
 def test_the_gallery_sends_a_page_of_tokens_and_the_detail_more(lm) -> None:

@@ -241,6 +241,35 @@ def test_projector_answers_a_table_request_with_its_data(demo_run) -> None:
     view.close()
 
 
+def test_a_table_request_whose_data_raises_is_answered_with_the_error(demo_run) -> None:
+    view = nbviz.EmbeddingProjector(demo_run, method="pca", live=False)
+    sent: list = []
+    view.send = lambda content, buffers=None: sent.append((content, buffers))  # type: ignore[method-assign]
+
+    def broken() -> None:
+        raise ValueError("the points are gone")
+
+    view.data = broken  # type: ignore[method-assign]
+    view._handle_custom_msg({"type": "table", "request": "r7"}, [])
+    assert sent == [
+        ({"type": "table", "request": "r7", "error": "ValueError: the points are gone"}, [])
+    ]
+    view.close()
+
+
+def test_data_map_figure_says_why_nothing_is_on_the_map(demo_run, tmp_path: Path) -> None:
+    with nbviz.Run(tmp_path / "nothing") as run:
+        run.log(0, loss=1.0)
+    empty = nbviz.DataMap(nbviz.open_run(tmp_path / "nothing"), split="val", live=False)
+    with pytest.raises(ValueError, match=r"nothing on the map: The data map needs the val"):
+        empty.figure()
+    view = nbviz.DataMap(demo_run, split="val", live=False)
+    view.points = {}  # two evaluations, yet no sample to place
+    with pytest.raises(ValueError, match=r"nothing on the map: no val sample") as err:
+        view.figure()
+    assert "()" not in str(err.value)
+
+
 def test_table_message_sends_text_and_flags_as_lists() -> None:
     import pandas as pd
 

@@ -10,13 +10,14 @@ import { el, on } from "./dom.js";
 /**
  * @typedef {object} ExportSources
  * @property {string} name  the file name's stem ("loss_curves")
- * @property {() => string | Promise<string>} [csv]  the data as CSV text (or its promise,
+ * @property {() => CsvText | Promise<CsvText>} [csv]  the data as CSV text (or its promise,
  *   for a view that asks the kernel for its table)
  * @property {() => Picture[]} [png]  the canvases drawn, stacked into one PNG
  * @property {() => string} [svg]  the drawing as SVG text
  */
 
 /** @typedef {HTMLCanvasElement | {canvas: HTMLCanvasElement, title?: string}} Picture  a canvas, or one with a title line */
+/** @typedef {string | {text: string, note?: string}} CsvText  CSV text, or with a line the menu shows once it is saved (rows left out) */
 
 /**
  * Quote one CSV field (RFC 4180): fields with a comma, quote or line break in
@@ -271,7 +272,11 @@ export function exportMenu(sources) {
       Promise.resolve()
         .then(() => csv())
         .then(
-          (text) => download(`${stem}.csv`, new Blob([text], { type: "text/csv" })),
+          (got) => {
+            const text = typeof got === "string" ? got : got.text;
+            download(`${stem}.csv`, new Blob([text], { type: "text/csv" }));
+            if (typeof got !== "string" && got.note) note.textContent = got.note;
+          },
           (/** @type {unknown} */ err) => {
             note.textContent = `CSV not saved: ${err instanceof Error ? err.message : String(err)}`;
           },

@@ -118,29 +118,74 @@ export function modulesCsv(get) {
   return toCsv(MODULE_COLUMNS, rows.map((m) => MODULE_COLUMNS.map((c) => cell(m[c]))));
 }
 
+/** Rows at most in the AttentionMaps CSV: a grid of long maps would hang the tab. */
+export const ATTENTION_CSV_ROWS = 500_000;
+
 /**
- * AttentionMaps: every map of the shown sample, one row per weight (`AttentionMaps.data()`).
+ * The maps the AttentionMaps CSV holds: the one opened large where one is
+ * (`selected`), else every map of the grid; and how many rows they make.
  * @param {Get} get
- * @returns {string}
  */
-export function attentionCsv(get) {
-  const header = ["step", "sample", "layer", "head", "query", "key", "query_token", "key_token", "weight"];
+function attentionShown(get) {
   const maps = get("maps");
-  if (!maps || !maps.data) return toCsv(header, []);
+  if (!maps || !maps.data) return null;
   const arr = decodeArray(maps);
   const [nl, nh, nq, nk] = arr.shape;
+  const sel = /** @type {number[]} */ (get("selected") ?? []);
+  const one = sel.length === 2 && sel[0] >= 0 && sel[0] < nl && sel[1] >= 0 && sel[1] < nh;
+  /** @type {Array<[number, number]>} */
+  const pairs = [];
+  if (one) pairs.push([sel[0], sel[1]]);
+  else for (let l = 0; l < nl; l++) for (let h = 0; h < nh; h++) pairs.push([l, h]);
+  return { arr, nh, nq, nk, pairs, one, total: pairs.length * nq * nk };
+}
+
+/**
+ * AttentionMaps: the shown sample's attention, one row per weight, as the view
+ * draws it: the map opened large, else every map of the grid; at most `maxRows`
+ * rows (see `attentionCsvNote`). `AttentionMaps.data()` in Python gives every
+ * map, or one layer's or head's with its arguments.
+ * @param {Get} get
+ * @param {number} [maxRows]
+ * @returns {string}
+ */
+export function attentionCsv(get, maxRows = ATTENTION_CSV_ROWS) {
+  const header = ["step", "sample", "layer", "head", "query", "key", "query_token", "key_token", "weight"];
+  const shown = attentionShown(get);
+  if (!shown) return toCsv(header, []);
+  const { arr, nh, nq, nk, pairs } = shown;
   const layers = /** @type {string[]} */ (get("layers") ?? []);
   const tokens = /** @type {string[]} */ (get("tokens") ?? []);
   const token = (/** @type {number} */ k) => (k < tokens.length ? tokens[k] : String(k));
   const step = Number(get("shown_step"));
   const sample = Number(get("sample"));
   const body = [];
-  let i = 0;
-  for (let l = 0; l < nl; l++)
-    for (let h = 0; h < nh; h++)
-      for (let q = 0; q < nq; q++)
-        for (let k = 0; k < nk; k++) body.push([step, sample, layers[l] ?? String(l), h, q, k, token(q), token(k), Number(arr.data[i++])]);
+  for (const [l, h] of pairs) {
+    const start = (l * nh + h) * nq * nk;
+    for (let q = 0; q < nq; q++)
+      for (let k = 0; k < nk; k++) {
+        if (body.length >= maxRows) return toCsv(header, body);
+        body.push([step, sample, layers[l] ?? String(l), h, q, k, token(q), token(k), Number(arr.data[start + q * nk + k])]);
+      }
+  }
   return toCsv(header, body);
+}
+
+/**
+ * What the menu says of the AttentionMaps CSV: "" when it holds every row of what
+ * the view draws, else that it stops at `maxRows` and where the rest is.
+ * @param {Get} get
+ * @param {number} [maxRows]
+ * @returns {string}
+ */
+export function attentionCsvNote(get, maxRows = ATTENTION_CSV_ROWS) {
+  const shown = attentionShown(get);
+  if (!shown || shown.total <= maxRows) return "";
+  const where = shown.one ? "" : "open one map for its own CSV, or ";
+  return (
+    `CSV holds the first ${maxRows.toLocaleString("en-US")} of ${shown.total.toLocaleString("en-US")} rows: ` +
+    `${where}use AttentionMaps.data(layer=..., head=...) in Python for every weight`
+  );
 }
 
 /**
@@ -162,7 +207,8 @@ let requests = 0;
 
 /**
  * The view's `data()` table as CSV, asked of the kernel (a `{type: "table"}` message).
- * Rejects after `timeoutMs` without an answer (a saved page has no kernel).
+ * Rejects with the kernel's reason where `data()` raised (a reply with `error`), and
+ * after `timeoutMs` without an answer (a saved page has no kernel).
  * @param {{send: (content: any) => void, on: Function, off: Function}} model
  * @param {number} [timeoutMs]
  * @returns {Promise<string>}
@@ -176,6 +222,10 @@ export function fetchTable(model, timeoutMs = 30_000) {
     const onMessage = (/** @type {any} */ msg, /** @type {DataView[]} */ buffers) => {
       if (!msg || msg.type !== "table" || msg.request !== request) return;
       done();
+      if (msg.error !== undefined) {
+        reject(new Error(`the kernel could not give the table: ${String(msg.error)}`));
+        return;
+      }
       try {
         resolve(messageCsv(msg, buffers ?? []));
       } catch (err) {

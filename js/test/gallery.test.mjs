@@ -58,6 +58,13 @@ describe("helpers", () => {
     assert.deepEqual(lines.slice(3, 5), [["confidence", "-"], ["loss", "-"]]);
   });
 
+  it("detailLines say 'no tokens counted' for a language model's sample that is all padding", () => {
+    const lines = detailLines({ id: 2, evaluated: true, loss: null, loss_note: "no tokens counted", step: 1 });
+    assert.deepEqual(lines.slice(1, 2), [["loss", "no tokens counted"]]);
+    const nan = detailLines({ id: 3, evaluated: true, loss: null, nonfinite: { loss: "NaN" }, step: 1 });
+    assert.deepEqual(nan.slice(1, 2), [["loss", "NaN"]]);
+  });
+
   it("layerLine leaves out statistics that are missing", () => {
     const text = layerLine({ layer: "conv1", type: "Conv2d", shape: [16, 8, 8], mean: 0.5, std: null, min: 0, max: 2, zero_frac: 0.25, note: "" });
     assert.equal(text, "conv1 \u00b7 Conv2d \u00b7 [16, 8, 8] \u00b7 mean 0.5 \u00b7 min 0 \u00b7 max 2 \u00b7 zero 25%");
@@ -83,6 +90,24 @@ describe("render", () => {
     detail: {},
     empty: "",
     error: "",
+  });
+
+  it("a card without a counted token says so in the normal colour, a NaN loss in the non-finite one", () => {
+    const model = fakeModel({
+      ...traits(),
+      ids: [7, 8],
+      items: [
+        { id: 7, kind: "", evaluated: true, loss: null, loss_note: "no tokens counted" },
+        { id: 8, kind: "", evaluated: true, loss: null, nonfinite: { loss: "NaN" } },
+      ],
+    });
+    const root = new FakeNode("div");
+    gallery.render({ model, el: root });
+    const [empty, nan] = find(root, "nbviz-gallery-card").map((c) => find(c, "nbviz-gallery-value")[0]);
+    assert.equal(empty.textContent, "no tokens counted");
+    assert.ok(!empty.classList.contains("nbviz-nonfinite"));
+    assert.equal(nan.textContent, "NaN");
+    assert.ok(nan.classList.contains("nbviz-nonfinite"));
   });
 
   it("a click on a card asks for its detail, a second click closes it", () => {

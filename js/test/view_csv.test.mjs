@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { attentionCsv, confusionCsv, fetchTable, findingsCsv, histogramCsv, layerTableCsv, modulesCsv } from "../lib/view_csv.js";
+import { ATTENTION_CSV_ROWS, attentionCsv, attentionCsvNote, confusionCsv, fetchTable, findingsCsv, histogramCsv, layerTableCsv, modulesCsv } from "../lib/view_csv.js";
 import { exportMenu, stackCanvases } from "../lib/export.js";
 import { encodeArray } from "../lib/wire.js";
 import { find, settle, withDocument } from "./fake_dom.mjs";
@@ -83,6 +83,31 @@ describe("view CSVs", () => {
     assert.equal(rows[3], "9,1,b0,0,1,0,y,x,0.5");
     assert.equal(rows[6], "9,1,b1,0,0,1,x,y,0.75");
   });
+
+  it("holds only the map opened large, as the view draws it", () => {
+    const maps = encodeArray(Float32Array.from([1, 0, 0.5, 0.5, 0.25, 0.75, 1, 0]), [2, 1, 2, 2]);
+    const get = getter({ maps, layers: ["b0", "b1"], tokens: ["x", "y"], shown_step: 9, sample: 1, selected: [1, 0] });
+    const rows = lines(attentionCsv(get));
+    assert.deepEqual(rows.slice(1), ["9,1,b1,0,0,0,x,x,0.25", "9,1,b1,0,0,1,x,y,0.75", "9,1,b1,0,1,0,y,x,1", "9,1,b1,0,1,1,y,y,0"]);
+    assert.equal(attentionCsvNote(get), "");
+  });
+
+  it("stops at a row limit and says so, where the grid holds more weights", () => {
+    // 12 layers x 12 heads of 512 x 512 maps: 37.7 million weights, never laid out in full
+    const shape = [12, 12, 512, 512];
+    const maps = { data: new DataView(new ArrayBuffer(4 * 12 * 12 * 512 * 512)), dtype: "<f4", shape };
+    const get = getter({ maps, layers: [], tokens: [], shown_step: 3, sample: 0, selected: [] });
+    const started = performance.now();
+    const rows = lines(attentionCsv(get));
+    assert.ok(performance.now() - started < 20_000);
+    assert.equal(rows.length, 1 + ATTENTION_CSV_ROWS);
+    assert.equal(rows[1], "3,0,0,0,0,0,0,0,0");
+    assert.match(attentionCsvNote(get), /^CSV holds the first 500,000 of 37,748,736 rows: open one map/);
+    const small = getter({ maps, layers: [], tokens: [], shown_step: 3, sample: 0, selected: [0, 1] });
+    assert.equal(lines(attentionCsv(small, 10)).length, 11);
+    assert.match(attentionCsvNote(small, 10), /first 10 of 262,144 rows: use AttentionMaps\.data/);
+    assert.equal(attentionCsvNote(small), "");
+  });
 });
 
 describe("tables asked of the kernel", () => {
@@ -130,6 +155,17 @@ describe("tables asked of the kernel", () => {
     assert.equal(model.listeners.get("msg:custom")?.size, 0);
   });
 
+  it("rejects with the kernel's error when the view's data() raised, and stops listening", async () => {
+    const model = fakeModel({ type: "table", error: "ValueError: the points are gone" });
+    await assert.rejects(fetchTable(model, 1000), (err) => {
+      assert.ok(err instanceof Error);
+      assert.match(err.message, /ValueError: the points are gone/);
+      assert.doesNotMatch(err.message, /live kernel/);
+      return true;
+    });
+    assert.equal(model.listeners.get("msg:custom")?.size, 0);
+  });
+
   it("rejects with a clear reason when no kernel answers, and stops listening", async () => {
     const model = fakeModel(null);
     await assert.rejects(fetchTable(model, 20), /needs a live kernel/);
@@ -150,6 +186,51 @@ describe("the download menu", () => {
     assert.equal(note.textContent, "CSV not saved: no kernel");
     item("png").fire("click");
     assert.equal(note.textContent, "PNG not saved: nothing is drawn");
+    menu.dispose();
+  });
+
+  it("saves a CSV that stops at its row limit and says so beside the menu", async () => {
+    /** @type {string[]} */
+    const saved = [];
+    const doc = /** @type {any} */ (globalThis.document);
+    const { createObjectURL, revokeObjectURL } = URL;
+    doc.body = { append: (/** @type {any} */ a) => (a.click = () => saved.push(a.getAttribute("download"))) };
+    URL.createObjectURL = () => "blob:csv";
+    URL.revokeObjectURL = () => {};
+    try {
+      const menu = exportMenu({ name: "attention_maps", csv: () => ({ text: "a\r\n", note: "CSV holds the first 10 of 20 rows" }) });
+      const item = find(/** @type {any} */ (menu.node), (n) => n.getAttribute?.("data-format") === "csv")[0];
+      const note = find(/** @type {any} */ (menu.node), "nbviz-export-note")[0];
+      item.fire("click");
+      await settle();
+      await settle();
+      assert.deepEqual(saved, ["attention_maps.csv"]);
+      assert.equal(note.textContent, "CSV holds the first 10 of 20 rows");
+      menu.dispose();
+    } finally {
+      URL.createObjectURL = createObjectURL;
+      URL.revokeObjectURL = revokeObjectURL;
+      delete doc.body;
+    }
+  });
+
+  it("shows the kernel's error when the view's data() raised", async () => {
+    /** @type {Set<Function>} */
+    const listeners = new Set();
+    const model = {
+      on: (/** @type {string} */ _e, /** @type {Function} */ f) => listeners.add(f),
+      off: (/** @type {string} */ _e, /** @type {Function} */ f) => listeners.delete(f),
+      send: (/** @type {any} */ c) =>
+        setTimeout(() => {
+          for (const f of [...listeners]) f({ type: "table", request: c.request, error: "KeyError: 'confidence'" }, []);
+        }, 1),
+    };
+    const menu = exportMenu({ name: "v", csv: () => fetchTable(model, 5000) });
+    const item = find(/** @type {any} */ (menu.node), (n) => n.getAttribute?.("data-format") === "csv")[0];
+    const note = find(/** @type {any} */ (menu.node), "nbviz-export-note")[0];
+    item.fire("click");
+    for (let i = 0; i < 20 && !note.textContent; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(note.textContent, "CSV not saved: the kernel could not give the table: KeyError: 'confidence'");
     menu.dispose();
   });
 });

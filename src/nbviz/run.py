@@ -464,7 +464,7 @@ class Run(RunView):
         loss_fn: Any = None,
         tokens: Any = None,
         top_k: int = 5,
-        ignore_index: int = -100,
+        ignore_index: int | None = None,
     ) -> dict[str, float]:
         """One pass over ``loader``: predictions, per-sample losses, embeddings, samples.
 
@@ -491,7 +491,8 @@ class Run(RunView):
         token (:meth:`log_token_losses`, read back with :meth:`token_losses`): the
         cross-entropy at each position (or ``loss_fn``'s, if it gives one per token)
         and the ``top_k`` most likely tokens there. Positions whose target is
-        ``ignore_index`` (or ``loss_fn.ignore_index``), or where a dict batch's
+        ``ignore_index`` (else ``loss_fn.ignore_index``, else -100; a ValueError
+        where both are given and differ), or where a dict batch's
         ``mask`` is False, are padding: left out of each sample's loss, its mean over
         the other positions. ``tokens`` decodes ids into text for the views: a
         vocabulary (a list of strings), a tokenizer, or a function id -> text.

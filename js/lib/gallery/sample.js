@@ -20,11 +20,13 @@ export const stored = (v) => (typeof v === "number" ? formatNumber(v) : "-");
 /**
  * A card's or a detail's recorded `key` ("loss", "confidence") as text: "NaN", "+Inf" or
  * "-Inf" where it was non-finite (JSON has no such numbers: Python names them in
- * `nonfinite`), else the number, "-" where none was recorded.
+ * `nonfinite`), the loss's `loss_note` where there is no loss to show (a language
+ * model's sample with no token counted), else the number, "-" where none was recorded.
  * @param {any} item
  * @param {string} key
  */
-export const storedOf = (item, key) => (item.nonfinite && item.nonfinite[key]) || stored(item[key]);
+export const storedOf = (item, key) =>
+  (item.nonfinite && item.nonfinite[key]) || (key === "loss" && item.loss_note) || stored(item[key]);
 
 /**
  * The class of a recorded value's text: the non-finite colour where it was non-finite.
@@ -145,7 +147,7 @@ export function sampleCard(item, open, urls) {
   );
   if (item.label !== undefined) node.append(line("true", item.label_name ?? String(item.label)));
   if (item.evaluated && !classes) {
-    const loss = item.nonfinite && item.nonfinite.loss ? storedOf(item, "loss") : formatNumber(item.loss);
+    const loss = (item.nonfinite && item.nonfinite.loss) || item.loss_note ? storedOf(item, "loss") : formatNumber(item.loss);
     node.append(
       el("div", { class: "nbviz-gallery-num nbviz-gallery-loss" }, [
         "loss ",

@@ -197,7 +197,11 @@ def _write_histograms(
             else:
                 counts = rebin.uniform(h.edges, h.counts, n)
             if not _reproduces(h, counts):
-                own.append((step, layer, signal, *bins_blobs(h.edges, h.counts)))
+                try:
+                    blobs = bins_blobs(h.edges, h.counts)
+                except ValueError as err:
+                    raise ValueError(f"histogram {tag!r} at step {step}: {err}") from None
+                own.append((step, layer, signal, *blobs))
             rows.append(
                 (
                     step,

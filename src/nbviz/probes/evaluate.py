@@ -199,7 +199,7 @@ def run_evaluation(
 
         handles.append(units[1].register_forward_hook(take_output))
     acc = _Batches(max_samples)
-    acc.tokens = TokenBatches(top_k, int(getattr(loss_fn, "ignore_index", ignore_index)))
+    acc.tokens = TokenBatches(top_k, int(ignore_index))  # loss_fn's, where it has one
     try:
         model.eval()
         with torch.no_grad():

@@ -46,7 +46,7 @@ def evaluate_into(
     loss_fn: Any = None,
     tokens: Any = None,
     top_k: int = 5,
-    ignore_index: int = -100,
+    ignore_index: int | None = None,
 ) -> dict[str, float]:
     """Evaluate ``model`` on ``loader`` into ``run``, a :class:`nbviz.Run` (see ``Run.evaluate``).
 
@@ -70,10 +70,13 @@ def evaluate_into(
 
     decoder(tokens, "evaluate")  # checked before the pass
     for arg, value, low in (("top_k", top_k, 0), ("ignore_index", ignore_index, None)):
+        if arg == "ignore_index" and value is None:
+            continue
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
             raise TypeError(f"evaluate: {arg} must be an int, got {value!r}")
         if low is not None and value < low:
             raise ValueError(f"evaluate: {arg} must be at least {low}, got {value}")
+    ignore_index = _padding_index(ignore_index, loss_fn)
     prefix = run._layer_prefix.get(model, "")  # layers named as the model's probe names them
     embed_layer, units_layer = _own_names(model, prefix, embed_layer, units_layer)
     result = run_evaluation(
@@ -234,3 +237,17 @@ def _captured(
             "sample, id=...) for them"
         )
     return [(int(i), inputs[where[int(i)]]) for i in capture_ids]
+
+
+def _padding_index(ignore_index: int | None, loss_fn: Any) -> int:
+    """The target id that marks padding: ``ignore_index`` or ``loss_fn.ignore_index``
+    (-100, PyTorch's, where neither says); ValueError where both say and differ."""
+    from_loss = getattr(loss_fn, "ignore_index", None) if loss_fn is not None else None
+    if from_loss is None:
+        return -100 if ignore_index is None else int(ignore_index)
+    if ignore_index is not None and int(from_loss) != int(ignore_index):
+        raise ValueError(
+            f"evaluate: ignore_index={int(ignore_index)} but loss_fn.ignore_index is "
+            f"{int(from_loss)}; give the same value, or only one of them"
+        )
+    return int(from_loss)

@@ -46,7 +46,9 @@ class HistogramQueries(ReaderBase):
         TensorBoard log's) comes back with its own edges and counts, exactly (the
         counts float64 where they are not whole numbers), though the views draw
         it re-binned onto uniform bins. Stored bins that do not decode (lengths,
-        a NaN edge, edges that decrease) raise a RunFileError naming the row.
+        a NaN edge, edges that decrease) raise a RunFileError naming the file and
+        the row: the StoredValueError raised here, as from every decoder, becomes
+        one in the wrapper every public read has (``store.query._naming_the_file``).
         """
         self._check_signal(signal)
         sid = self._sid(layer, signal)

@@ -67,12 +67,13 @@ def _level(lo: int, hi: int, max_points: int) -> int:
     return _TOP
 
 
-def _check_points(max_points: Any) -> int:
-    if isinstance(max_points, bool) or not isinstance(max_points, (int, np.integer)):
-        raise TypeError(f"max_points must be an integer >= 2, got {max_points!r}")
-    if max_points < 2:
-        raise ValueError(f"max_points must be an integer >= 2, got {max_points!r}")
-    return int(max_points)
+def _check_points(value: Any, what: str = "max_points", least: int = 2) -> int:
+    """``value`` as an int, checked to be an integer >= ``least`` (``what``: its name)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{what} must be an integer >= {least}, got {value!r}")
+    if value < least:
+        raise ValueError(f"{what} must be an integer >= {least}, got {value!r}")
+    return int(value)
 
 
 class SummaryQueries(ReaderBase):
@@ -222,7 +223,8 @@ class SummaryQueries(ReaderBase):
         the rows a row stands for, 1 for a row as logged), sorted by step; a
         logged row keeps NaN/Inf.
         """
-        ends = min(_check_points(ends), _check_points(max_points) // 2)  # head, tail apart
+        # the head and the tail stay apart: at most half of max_points each
+        ends = min(_check_points(ends, "ends", 1), _check_points(max_points) // 2)
         summary = self.scalar_summary(name, max_points)
         if summary.width == 0:
             rows = summary.frame

@@ -43,7 +43,16 @@ class TokenQueries(ReaderBase):
     """Per-token losses and top predictions of a language model's evaluations."""
 
     def token_evaluation(self, step: int, split: str = "val") -> TokenEvaluation | None:
-        """The per-token arrays of the evaluation at ``step`` (None: not a per-token one)."""
+        """The per-token arrays of the evaluation at ``step`` (None: not a per-token one).
+
+        Only ``targets_from`` is read first: another model's outputs (an autoencoder's
+        images, say) are not decoded just to learn that they are not tokens.
+        """
+        source = self._row(
+            "SELECT targets_from FROM outputs WHERE split = ? AND step = ?", (split, int(step))
+        )
+        if source is None or source[0] != "tokens":
+            return None
         kept = self.outputs(step, split)  # type: ignore[attr-defined]
         if kept is None or kept.targets_from != "tokens":
             return None

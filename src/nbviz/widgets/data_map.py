@@ -215,7 +215,10 @@ class DataMap(PointSelection, LiveView):
         coloured by correctness."""
         table = self.data()
         if not len(table):
-            raise ValueError(f"DataMap.figure: nothing on the map ({self.empty})")
+            why = self.empty or (
+                f"no {self.split} sample has both a confidence and a variability to place"
+            )
+            raise ValueError(f"DataMap.figure: nothing on the map: {why}")
         return scatter_figure(
             table["variability"],
             table["confidence"],

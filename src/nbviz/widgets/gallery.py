@@ -361,8 +361,9 @@ class SampleGallery(LiveView):
             if frame is not None and i in frame.index:
                 p = frame.loc[i]
                 label = p["label"] if not pd.isna(p["label"]) else label
-                item.update(prediction_fields(p, self._names))
                 tokens = self._tokens.payload(self.split, at, i)
+                counted = None if tokens is None else tokens["counted"]
+                item.update(prediction_fields(p, self._names, counted))
                 panels = [] if tokens is not None else self._outputs.panels(self.split, at, i)
                 if tokens is not None:
                     item["tokens"] = tokens
@@ -410,7 +411,8 @@ class SampleGallery(LiveView):
         if frame is not None and id in frame.index:
             p = frame.loc[id]
             label = p["label"] if not pd.isna(p["label"]) else label
-            out.update(step=at, **prediction_fields(p, self._names))
+            counted = self._tokens.counted(self.split, at, id)
+            out.update(step=at, **prediction_fields(p, self._names, counted))
             if "pred" in out:
                 out["top_k"], out["top_k_note"] = self._probs.top_k(at, id, self.split, self._names)
             else:  # a model that is not a classifier: what it gave instead

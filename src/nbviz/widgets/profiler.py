@@ -71,8 +71,8 @@ class Profiler(LiveView):
     ``sort_by`` and ``descending`` (the module table's order).
 
     ``data()`` is the module table as a DataFrame (the view's menu downloads it
-    as CSV, the icicle as PNG), ``figure()`` a bqplot bar chart of the slowest
-    modules' self time.
+    as CSV; it offers no picture of the icicle), ``figure()`` a bqplot bar chart
+    of the slowest modules' self time.
     """
 
     _esm = esm("profiler")

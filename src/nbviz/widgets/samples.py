@@ -20,6 +20,7 @@ from nbviz.widgets.wire import array_trait_payload
 
 __all__ = [
     "ARRAY_VALUES",
+    "NO_TOKENS_COUNTED",
     "capture_arrays",
     "class_name",
     "label_fields",
@@ -67,11 +68,25 @@ def label_fields(label: Any, names: Sequence[str] | None) -> dict[str, Any]:
     return {"label": int(label), "label_name": class_name(names, label)}
 
 
-def prediction_fields(pred: pd.Series, names: Sequence[str] | None) -> dict[str, Any]:
+NO_TOKENS_COUNTED = "no tokens counted"
+"""A language model's sample whose every position was padding: it has no mean loss."""
+
+
+def prediction_fields(
+    pred: pd.Series, names: Sequence[str] | None, counted: int | None = None
+) -> dict[str, Any]:
     """What a card shows of an evaluated sample (a row of ``run.predictions()``); only
-    the loss for a model that is not a classifier (no predicted class)."""
+    the loss for a model that is not a classifier (no predicted class).
+
+    ``counted``: a language model's sample's counted positions, where known. With
+    none counted its stored loss (a mean of nothing, kept as NULL) is no loss at
+    all, not a NaN one: ``loss_note`` says so in place of a non-finite flag.
+    """
     if pd.isna(pred["pred"]):
         out: dict[str, Any] = {"evaluated": True, "loss": _finite(pred["loss"])}
+        if counted == 0 and pd.isna(pred["loss"]):
+            out["loss_note"] = NO_TOKENS_COUNTED
+            return out
         bad = _nonfinite_names(pred, ("loss",), null_is_nan=True)
     else:
         out = {

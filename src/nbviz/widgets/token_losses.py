@@ -91,13 +91,22 @@ class SampleTokens:
         kept = self._kept(split, int(at)) if at is not None else None
         return None if kept is None else dict(kept[2])
 
+    def counted(self, split: str, at: int | None, id: int) -> int | None:
+        """How many of sample ``id``'s positions count at the evaluation ``at`` (None
+        where its tokens were not kept)."""
+        kept = self._kept(split, int(at)) if at is not None else None
+        if kept is None or id not in kept[1]:
+            return None
+        return int(np.count_nonzero(kept[0].counted[kept[1][id]]))
+
     def payload(
         self, split: str, at: int | None, id: int, limit: int = CARD_TOKENS
     ) -> dict[str, Any] | None:
         """Sample ``id``'s tokens at the evaluation ``at``: ``token_ids``, ``loss`` (NaN at
         padding), ``padding``, ``top_ids``, ``top_probs`` (first ``limit`` positions),
         ``texts`` (id -> text for those ids), ``more`` (positions not sent), ``nonfinite``
-        (this sample's non-finite losses), ``scale``; None where none was kept."""
+        (this sample's non-finite losses), ``counted`` (its positions that count, all
+        of them), ``scale``; None where none was kept."""
         kept = self._kept(split, int(at)) if at is not None else None
         if kept is None:
             return None
@@ -123,5 +132,6 @@ class SampleTokens:
             "texts": texts,
             "more": int(t - n),
             "nonfinite": int(np.count_nonzero(~np.isfinite(every))),
+            "counted": int(every.size),
             "scale": dict(scale),
         }

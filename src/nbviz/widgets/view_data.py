@@ -196,13 +196,29 @@ def _missing(v: Any) -> bool:
 
 def answer_table_requests(view: Any) -> None:
     """Answer the browser's ``{"type": "table", "request": r}`` messages to ``view`` with
-    ``view.data()`` (see :func:`table_message`), the reply carrying the same ``request``."""
+    ``view.data()`` (see :func:`table_message`), the reply carrying the same ``request``.
+
+    Where ``view.data()`` (or its encoding) raises, the reply is
+    ``{"type": "table", "request": r, "error": "<ExcType>: <message>"}``, so that the
+    menu says why rather than waiting out its time limit as if no kernel were there.
+    """
 
     def on_msg(_widget: Any, content: Any, _buffers: Sequence[Any]) -> None:
         if not isinstance(content, dict) or content.get("type") != "table":
             return
-        reply, buffers = table_message(view.data())
-        reply["request"] = content.get("request")
+        request = content.get("request")
+        try:
+            reply, buffers = table_message(view.data())
+        except Exception as err:  # any failure is told to the browser, whatever it is
+            view.send({"type": "table", "request": request, "error": _error_text(err)}, [])
+            return
+        reply["request"] = request
         view.send(reply, buffers)
 
     view.on_msg(on_msg)
+
+
+def _error_text(err: BaseException) -> str:
+    """``"<ExcType>: <message>"`` (the type alone where the message is empty)."""
+    text = str(err)
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
