@@ -267,8 +267,9 @@ def test_a_spike_over_many_buckets_of_a_long_run_is_told_in_steps(tmp_path: Path
     f = spikes.iloc[0]
     assert f["step"] == SPIKE_AT
     # the values are bucket peaks: the span from the first to the last, not their count
-    span = f["evidence"]["steps"][-1] - SPIKE_AT + 1
-    assert 250 <= span <= 300
+    buckets = f["evidence"]["steps"]
+    span = buckets[-1] - SPIKE_AT + 1
+    assert 1 < len(buckets) < 20 and 100 <= span <= 300, buckets
     assert f"for {span} steps" in f["message"]
 
 
