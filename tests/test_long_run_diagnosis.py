@@ -7,7 +7,9 @@ steps (``count_vm_steps``), not timed.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -142,9 +144,12 @@ MODULES = (("enc.0", "Linear"), ("act.0", "ReLU"), ("head", "Linear"))
 PARAMS = ("enc.0.weight", "head.weight")
 
 
-def _write_probed(path: Path, n_steps: int, dead_from: int | None = None) -> Path:
+def _write_probed(
+    path: Path, n_steps: int, dead_from: int | None = None, spike_at: int | None = None
+) -> Path:
     """A run as a probe records it: every step's statistics of three layers and the
-    zero fraction of each of the ReLU's 16 units (9 of them dead from ``dead_from``)."""
+    zero fraction of each of the ReLU's 16 units (9 of them dead from ``dead_from``);
+    at ``spike_at`` the loss spikes and the head's weight gradient jumps 10x."""
     rng = np.random.default_rng(0)
     with Writer(path, commit_interval=0.2) as w:
         w.set_meta(
@@ -167,6 +172,8 @@ def _write_probed(path: Path, n_steps: int, dead_from: int | None = None) -> Pat
             },
         )
         loss = _loss(n_steps)
+        if spike_at is not None:
+            loss[spike_at] = 2.5
         for lo in range(0, n_steps, 2000):
             scalars, stats, units = [], [], []
             for s in range(lo, min(lo + 2000, n_steps)):
@@ -183,6 +190,8 @@ def _write_probed(path: Path, n_steps: int, dead_from: int | None = None) -> Pat
                     )
                 for p in PARAMS:
                     g = 0.02 * (1 + 0.1 * rng.random())
+                    if s == spike_at and p == "head.weight":
+                        g *= 10
                     stats.append((s, p, "gradient", 256, 0.0, 1e-3, -1e-2, 1e-2, 0.0, 0, g, None))
                     stats.append((s, p, "weight", 256, 0.0, 0.1, -0.4, 0.4, 0.0, 0, 1.6, None))
                     stats.append(
@@ -228,3 +237,142 @@ def test_units_that_die_midway_through_a_long_run_are_dated_at_the_captures_read
     assert list(dead["layer"]) == ["act.0"], findings[["id", "message"]].to_dict("records")
     # the middle of the run is read every n / 1024 captures: the onset within one spacing
     assert onset <= dead["step"].iloc[0] <= onset + n // 1024 + 1
+
+
+def test_a_spike_in_a_long_run_is_traced_at_its_exact_captures(tmp_path: Path) -> None:
+    # every step recorded; the captures the other checks read skip the spike's step
+    from nbviz.analysis.checks.model import WHOLE_CAPTURES, capture_steps
+
+    n = 3 * WHOLE_CAPTURES
+    with nbviz.open_run(_write_probed(tmp_path / "probe", n)) as run:
+        sampled = set(capture_steps(run, "gradient"))
+    spike = next(s for s in range(n // 2, n) if s not in sampled)
+    with nbviz.open_run(_write_probed(tmp_path / "run", n, spike_at=spike)) as run:
+        findings = run.diagnose()
+    spikes = findings[findings["check"] == "loss_spikes"]
+    assert list(spikes["step"]) == [spike], findings[["id", "message"]].to_dict("records")
+    ev = spikes["evidence"].iloc[0]
+    assert ev["origin_step"] == spike and ev["origin_layer"] == "head"
+    assert ev["origin_jump"] == pytest.approx(10, rel=0.2)
+    assert ev["origin_layers_jumped"] == 1 and not ev["origin_together"]
+
+
+def test_a_spike_over_many_buckets_of_a_long_run_is_told_in_steps(tmp_path: Path) -> None:
+    loss = _loss(LONG, seed=4)
+    loss[SPIKE_AT : SPIKE_AT + 300] = 2.5 - 1e-4 * np.arange(300)  # each bucket peaks first
+    with nbviz.open_run(_write(tmp_path / "run", loss)) as run:
+        findings = run.diagnose()
+    spikes = findings[findings["check"] == "loss_spikes"]
+    assert len(spikes) == 1, findings[["id", "message"]].to_dict("records")
+    f = spikes.iloc[0]
+    assert f["step"] == SPIKE_AT
+    # the values are bucket peaks: the span from the first to the last, not their count
+    buckets = f["evidence"]["steps"]
+    span = buckets[-1] - SPIKE_AT + 1
+    assert 1 < len(buckets) < 20 and 100 <= span <= 300, buckets
+    assert f"for {span} steps" in f["message"]
+
+
+# -- massive activations and the residual stream, as a probe records them ---------
+
+
+def _write_sequence_outputs(
+    path: Path,
+    n_steps: int,
+    rms: Callable[[int, int], float],
+    *,
+    peaks: bool = False,
+) -> Path:
+    """A run recording six blocks' outputs ``blocks.<i>`` of shape (16, 64) at every step,
+    block ``i``'s rms at step ``s`` being ``rms(s, i)``; with ``peaks``, the per-feature
+    peaks of ``blocks.0`` (feature 7 at 500, the others about 1) and no per-feature means."""
+    blocks = [f"blocks.{i}" for i in range(6)]
+    count = 16 * 64
+    rng = np.random.default_rng(0)
+    with Writer(path, commit_interval=0.2) as w:
+        w.set_meta(
+            "model",
+            {
+                "modules": [
+                    {"name": b, "type": "Block", "depth": 1, "shape": [8, 16, 64], "watched": True}
+                    for b in blocks
+                ],
+                "forward_order": blocks,
+            },
+        )
+        w.set_meta(
+            "probe",
+            {"every": 1, "signals": ["activations"], "layers": blocks, "params": []},
+        )
+        for lo in range(0, n_steps, 2000):
+            scalars, stats, units = [], [], []
+            for s in range(lo, min(lo + 2000, n_steps)):
+                scalars.append(("train_loss", s, 1.0 + 0.01 * rng.random(), 0.0))
+                for i, b in enumerate(blocks):
+                    norm = rms(s, i) * math.sqrt(count)
+                    stats.append(
+                        (s, b, "activation", count, 0.0, 1.0, -1.0, 1.0, 0.0, 0, norm, None)
+                    )
+                if peaks:
+                    peak = (1 + 0.1 * rng.random(64)).astype("<f4")
+                    peak[7] = 500.0
+                    units.append((s, "blocks.0", "max_abs", peak.tobytes()))
+            w.insert("scalars", scalars)
+            w.insert("layer_stats", stats)
+            if units:
+                w.insert("unit_stats", units)
+    return path
+
+
+def test_a_massive_feature_whose_mean_was_not_recorded_is_not_guessed(tmp_path: Path) -> None:
+    from nbviz.analysis.checks import massive
+
+    run = nbviz.open_run(
+        _write_sequence_outputs(tmp_path / "run", 40, lambda s, i: 1.0, peaks=True)
+    )
+    (f,) = massive.check(run)
+    assert f.layer == "blocks.0" and f.evidence["features"] == [7]
+    assert f.evidence["spread"] is None and f.evidence["at_most_tokens"] is None
+    assert "not recorded" in f.message
+    assert "0%" not in f.message and "few tokens only" not in f.message
+    assert f.severity == "info" and "from the first capture" in f.message
+
+
+def test_massive_activations_read_a_bounded_number_of_captures(
+    tmp_path: Path, count_vm_steps
+) -> None:
+    from nbviz.analysis.checks import massive
+    from nbviz.analysis.checks.model import WHOLE_CAPTURES
+
+    reads = {}
+    for n in (3 * WHOLE_CAPTURES, 24 * WHOLE_CAPTURES):
+        path = _write_sequence_outputs(tmp_path / f"run-{n}", n, lambda s, i: 1.0, peaks=True)
+        with nbviz.open_run(path) as run:
+            reads[n], found = count_vm_steps(run, lambda: massive.check(run))
+            assert [f.evidence["features"] for f in found] == [[7]]
+    assert reads[24 * WHOLE_CAPTURES] <= 1.5 * reads[3 * WHOLE_CAPTURES], reads
+
+
+def test_residual_growth_is_told_from_the_blocks_read_and_dated_by_its_onset(
+    tmp_path: Path,
+) -> None:
+    from nbviz.analysis.checks import residual
+
+    onset = 25
+
+    def rms(s: int, i: int) -> float:
+        if i == 5:
+            return math.nan  # the last block's output was not finite
+        return 3.0**i if s >= onset else 1.0 + 0.01 * i
+
+    run = nbviz.open_run(_write_sequence_outputs(tmp_path / "run", 40, rms))
+    (f,) = residual.check(run)
+    ev = f.evidence
+    # a row of the layer browser: the last block; the stack named in the evidence
+    assert f.layer == "blocks.5" and ev["stack"] == "blocks"
+    assert ev["blocks_read"] == [f"blocks.{i}" for i in range(5)]
+    assert "nan" not in f.message.lower()
+    assert "to 'blocks.4' (81" in f.message and "adding 5 similar branches" in f.message
+    assert f.step == onset and not ev["from_first_capture"]
+    assert f"since step {onset} (x1.04 at the first capture)" in f.message
+    json.dumps(ev, allow_nan=False)

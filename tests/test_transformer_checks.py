@@ -11,7 +11,14 @@ import pytest
 import torch
 from reference_models import GPT, next_token_loss, token_batch
 from torch import nn
-from transformer_faults import CONFIG, FeatureGain, ScaledBlock, gain_after_block, train_lm
+from transformer_faults import (
+    CONFIG,
+    FeatureGain,
+    GainedBlock,
+    ScaledBlock,
+    gain_after_block,
+    train_lm,
+)
 
 import nbviz
 from nbviz.analysis.checks import massive, residual
@@ -172,6 +179,62 @@ def test_a_peak_near_float16s_range_points_at_numerics(tmp_path: Path) -> None:
     assert "float16" in f["message"] and f["evidence"]["float16_margin"] < 16
 
 
+@pytest.fixture(scope="module")
+def two_gains(tmp_path_factory: pytest.TempPathFactory) -> nbviz.Run:
+    """Feature 3 at the first token: 300 after block 1, near float16's range after block 4."""
+
+    def plant(model: GPT) -> None:
+        model.blocks[1] = GainedBlock(model.blocks[1], FeatureGain(3, value=300.0))
+        model.blocks[4] = GainedBlock(model.blocks[4], FeatureGain(3, value=2e4))
+
+    return train_lm(tmp_path_factory.mktemp("two-gains") / "run", steps=20, plant=plant)
+
+
+def test_a_later_layer_near_float16s_range_is_not_hidden_behind_the_first(two_gains) -> None:
+    found = findings_of(two_gains, "massive_activations")
+    assert len(found) == 1, found["message"].tolist()
+    f = found.iloc[0]
+    ev = f["evidence"]
+    assert f["layer"] == "blocks.1.after" and "blocks.4.after" in ev["layers"]
+    # the group takes its worst: the later layer's peak near float16's largest value
+    assert f["severity"] == "warning" and f["cause"] == "numerics"
+    assert ev["peak"] < 1000 and ev["largest_peak"] > 1e4 and ev["float16_margin"] < 16
+    assert ev["peak_layer"] != "blocks.1.after"
+    assert "float16" in f["message"] and f"in '{ev['peak_layer']}'" in f["message"]
+    assert "float32" in f["advice"]
+
+
+def test_a_massive_feature_explains_an_overflow_only_at_or_after_its_layer(two_gains) -> None:
+    from nbviz.analysis.causes import Context, link
+    from nbviz.analysis.checks.finding import Finding
+    from nbviz.analysis.checks.model import layout
+
+    ctx = Context(layout=layout(two_gains), every=5, first_capture=0)
+    peak = Finding(
+        check="massive_activations",
+        severity="warning",
+        cause="numerics",
+        layer="blocks.4.after",
+        step=0,
+        message="a peak near float16's largest value",
+    )
+
+    def nan_in(layer: str) -> Finding:
+        return Finding(
+            check="nonfinite",
+            severity="error",
+            cause="numerics",
+            layer=layer,
+            step=10,
+            message="NaN",
+        )
+
+    assert link([peak, nan_in("blocks.0.mlp.fc")], ctx).parent == [None, None]
+    assert link([peak, nan_in("blocks.4.after")], ctx).parent == [None, 0]
+    assert link([peak, nan_in("blocks.5.mlp.fc")], ctx).parent == [None, 0]
+    assert link([peak, nan_in("")], ctx).parent == [None, 0]  # the loss: after every layer
+
+
 # ------------------------------------------------------------------ residual growth
 
 
@@ -184,8 +247,10 @@ def test_a_stream_that_compounds_by_depth_is_a_residual_growth_warning(tmp_path:
     found = findings_of(run, "residual_growth")
     assert len(found) == 1
     f = found.iloc[0]
-    assert f["layer"] == "blocks" and f["severity"] == "warning" and f["cause"] == "architecture"
+    # named at the last block (a row of the layer browser), the stack in the evidence
+    assert f["layer"] == "blocks.5" and f["severity"] == "warning" and f["cause"] == "architecture"
     ev = f["evidence"]
+    assert ev["stack"] == "blocks"
     assert ev["blocks"] == [f"blocks.{i}" for i in range(CONFIG.blocks)]
     assert ev["total"] > 20 and ev["per_block"] > 1.8 and ev["from_first_capture"]
     assert "1/sqrt" in f["advice"]

@@ -295,7 +295,8 @@ def _mislabeled(ctx: Context, c: Finding, e: Finding) -> float:
 
 def _residual_growth(ctx: Context, c: Finding, e: Finding) -> float:
     # a stream scaled block after block scales the gradient flowing back through it alike
-    if not _not_later(ctx, c, e) or not e.layer.startswith(c.layer + "."):
+    stack = _ev(c, "stack", c.layer)  # named at its last block; the stack's name in evidence
+    if not _not_later(ctx, c, e) or not e.layer.startswith(stack + "."):
         return 0.0
     if e.check == "exploding_gradients" and _ev(e, "kind") in ("backprop", "depth"):
         return 0.8
@@ -307,6 +308,9 @@ def _residual_growth(ctx: Context, c: Finding, e: Finding) -> float:
 def _massive(ctx: Context, c: Finding, e: Finding) -> float:
     # a peak near float16's range is where an overflow comes from
     if c.cause != "numerics" or e.check != "nonfinite" or c.step is None or e.step is None:
+        return 0.0
+    # an overflow it causes shows where the feature is carried: at or after its layer
+    if not ctx.before(c.layer, e.layer, or_at=True):
         return 0.0
     return 0.7 if e.step >= c.step else 0.0
 

@@ -41,7 +41,7 @@ import numpy as np
 from nbviz.analysis.checks.finding import Finding, fmt
 from nbviz.analysis.checks.losses import train_loss
 from nbviz.analysis.checks.robust import MAD_TO_STD, trailing_median_mad
-from nbviz.analysis.checks.spike_origin import spike_origin
+from nbviz.analysis.checks.spike_origin import spike_origins
 
 CHECK = "loss_spikes"
 WINDOW = 20
@@ -84,16 +84,21 @@ def check(run: Any) -> list[Finding]:
         peak = int(g[np.argmax(values[g])])
         spikes.append((float(z[peak]), g, peak))
     spikes.sort(key=lambda s: -s[0])
+    shown = spikes[:MAX_FINDINGS]
+    origins = spike_origins(
+        run, [([int(s) for s in steps[g]], int(steps[peak])) for _, g, peak in shown]
+    )
     findings = []
-    for zpeak, g, peak in spikes[:MAX_FINDINGS]:
+    for (zpeak, g, peak), origin in zip(shown, origins):
         first = int(g[0])
-        length = f" for {len(g)} steps" if len(g) > 1 else ""
+        # on a long run the values are its buckets' peaks: the span in steps, not the count
+        span = int(steps[g[-1]]) - int(steps[first]) + 1
+        length = f" for {span} steps" if len(g) > 1 else ""
         message = (
             f"{name} spiked at step {int(steps[first])}{length}: {fmt(float(values[peak]))} "
             f"against a local trend of {fmt(float(trend[peak]))} ({fmt(float(ratio[peak]))}x, "
             f"robust z-score {fmt(zpeak)}; ordinary minibatch noise stays under ~6)."
         )
-        origin = spike_origin(run, [int(s) for s in steps[g]], int(steps[peak]))
         if origin is not None:
             message += " " + _origin_text(origin)
         findings.append(

@@ -16,7 +16,8 @@ massive: more than that is the layer's scale, not a few features.
 What the feature does across tokens tells two cases apart, from its per-unit
 mean next to its peak (``spread`` = |mean| / peak):
 
-- at a few tokens (``spread`` < :data:`SPREAD`): the pattern of the attention
+- at a few tokens, or with signs that cancel across tokens (``spread`` <
+  :data:`SPREAD`): the pattern of the attention
   sinks of trained LLMs, where a huge value at the first token or a delimiter
   acts as a fixed bias for attention. Usually benign (``info``): it matters
   for int8/float16 quantisation (a per-tensor scale set by the peak rounds
@@ -26,6 +27,7 @@ mean next to its peak (``spread`` = |mean| / peak):
   feature by its scale (``warning``, ``architecture``: a gain or an embedding
   dimension built or initialised far off scale, or learned so).
 
+Where the means were not recorded the finding says so and stays ``info``.
 Either becomes a ``warning`` pointing at ``numerics`` where the peak is within
 :data:`FLOAT16_MARGIN` (16x) of float16's largest value, 65504: one more
 product by a weight above that margin overflows in half precision.
@@ -38,9 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from nbviz.analysis.checks.finding import Finding, fmt, names, pct
-from nbviz.analysis.checks.model import layout
-from nbviz.analysis.checks.robust import nanmedian, trailing_run_start
+from nbviz.analysis.checks.finding import SEVERITY_RANK, Finding, fmt, names, pct
+from nbviz.analysis.checks.model import layout, unit_values
+from nbviz.analysis.checks.robust import nanmedian, onset
 
 CHECK = "massive_activations"
 SIGNAL = "max_abs"
@@ -66,7 +68,8 @@ def check(run: Any) -> list[Finding]:
     A residual stream carries a massive feature from the layer that writes it
     through every block after it: the layers that show the same top feature at
     the same width are one finding, named at the first and listed in
-    ``evidence["layers"]``.
+    ``evidence["layers"]``. It takes the worst severity and cause among them, and
+    the float16 margin of the largest peak (``evidence["peak_layer"]``).
     """
     lay = layout(run)
     if lay is None:
@@ -78,23 +81,48 @@ def check(run: Any) -> list[Finding]:
         if found is not None:
             key = (found.evidence["features"][0], found.evidence["features_total"])
             groups.setdefault(key, []).append(found)
-    findings = []
-    for group in groups.values():
-        first, later = group[0], [f.layer for f in group[1:]]
-        message = first.message
-        if later:
-            message += (
-                f" The same feature is massive in {len(later)} later layer"
-                f"{'s' if len(later) > 1 else ''} ({names(later, 4)}): the residual stream "
-                "carries it on."
-            )
-        evidence = {**first.evidence, "layers": [first.layer, *later]}
-        findings.append(replace(first, message=message, evidence=evidence))
-    return findings
+    return [_merged(group) for group in groups.values()]
+
+
+def _merged(group: list[Finding]) -> Finding:
+    """The layers showing one feature as one finding: named at the first layer, with the
+    worst severity and cause among them, and the float16 margin of the largest peak."""
+    first, later = group[0], [f.layer for f in group[1:]]
+    worst = min(group, key=lambda f: (SEVERITY_RANK[f.severity], f.cause != "numerics"))
+    highest = max(group, key=lambda f: f.evidence["peak"])
+    message = first.message
+    if later:
+        message += (
+            f" The same feature is massive in {len(later)} later layer"
+            f"{'s' if len(later) > 1 else ''} ({names(later, 4)}): the residual stream "
+            "carries it on."
+        )
+    peak = highest.evidence["peak"]
+    if peak * FLOAT16_MARGIN >= FLOAT16_MAX:
+        where = "" if highest is first else f" in '{highest.layer}'"
+        message += (
+            f" The peak{where} ({fmt(peak)}) is within {fmt(FLOAT16_MAX / peak)}x of "
+            f"float16's largest value ({fmt(FLOAT16_MAX)})."
+        )
+    evidence = {
+        **first.evidence,
+        "layers": [first.layer, *later],
+        "peak_layer": highest.layer,
+        "largest_peak": peak,
+        "float16_margin": highest.evidence["float16_margin"],
+    }
+    return replace(
+        first,
+        severity=worst.severity,
+        cause=worst.cause,
+        advice=worst.advice,
+        message=message,
+        evidence=evidence,
+    )
 
 
 def _layer_finding(run: Any, layer: str, label: str) -> Finding | None:
-    steps, peaks = run.unit_stats(layer, SIGNAL)
+    steps, peaks = unit_values(run, layer, SIGNAL)
     peaks = np.abs(peaks.astype(np.float64))
     if len(steps) < MIN_CAPTURES or peaks.shape[1] < 8:
         return None
@@ -114,35 +142,37 @@ def _layer_finding(run: Any, layer: str, label: str) -> Finding | None:
     per_capture_typical = nanmedian(peaks, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         top_ratio = peaks[:, top] / per_capture_typical
-    start = trailing_run_start(np.nan_to_num(top_ratio) >= MIN_RATIO)
-    onset = int(steps[start if start is not None else len(steps) - window])
-    from_start = onset == int(steps[0])
+    began = onset(steps, np.nan_to_num(top_ratio) >= MIN_RATIO, window)
+    since = began.since()
     spread = _spread(run, layer, steps[-window:], massive, level)
     peak = float(level[top])
     near_overflow = peak * FLOAT16_MARGIN >= FLOAT16_MAX
     everywhere = spread is not None and spread >= SPREAD
+    known = spread is not None
     shown = ", ".join(str(int(u)) for u in massive[:SHOWN])
     more = f" and {len(massive) - SHOWN} more" if len(massive) > SHOWN else ""
     plural = "s" if len(massive) > 1 else ""
-    since = "from the first capture" if from_start else f"since step {onset}"
-    where = (
-        "at most tokens (its mean is "
-        f"{pct(spread)} of its peak): one feature direction is amplified everywhere"
-        if everywhere
-        else "at a few tokens only (its mean is "
-        f"{pct(spread if spread is not None else 0.0)} of its peak), like the attention-sink "
-        "activations of large language models, which act as a fixed bias"
-    )
+    if spread is None:
+        where = (
+            "whether at a few tokens or at most of them is not known (its mean over the "
+            "tokens was not recorded)"
+        )
+    elif everywhere:
+        where = (
+            f"at most tokens (its mean is {pct(spread)} of its peak): one feature direction "
+            "is amplified everywhere"
+        )
+    else:
+        where = (
+            f"at a few tokens (or with signs that cancel across tokens: its mean is "
+            f"{pct(spread)} of its peak), like the attention-sink activations of large "
+            "language models, which act as a fixed bias"
+        )
     message = (
         f"{label} has {len(massive)} massive feature{plural} {since}: feature{plural} {shown}"
         f"{more} peak at {fmt(float(ratio[top]))}x the median feature's peak "
         f"({fmt(peak)} against {fmt(typical)}; healthy layers stay within ~5x), {where}."
     )
-    if near_overflow:
-        message += (
-            f" The peak is within {fmt(FLOAT16_MAX / peak)}x of float16's largest value "
-            f"({fmt(FLOAT16_MAX)})."
-        )
     if near_overflow:
         severity, cause = "warning", "numerics"
         advice = (
@@ -156,6 +186,13 @@ def _layer_finding(run: Any, layer: str, label: str) -> Finding | None:
             "initialisation, a gain or an embedding dimension far off scale); a normalisation "
             "after it divides every other feature by that scale"
         )
+    elif not known:
+        severity, cause = "info", "architecture"
+        advice = (
+            f"record the per-feature means of {layer!r} to tell a few tokens (benign, an "
+            "attention sink) from every token (a scale far off); either matters when "
+            "quantising or training in float16"
+        )
     else:
         severity, cause = "info", "architecture"
         advice = (
@@ -167,7 +204,7 @@ def _layer_finding(run: Any, layer: str, label: str) -> Finding | None:
         check=CHECK,
         severity=severity,
         layer=layer,
-        step=onset,
+        step=began.step,
         cause=cause,
         message=message,
         advice=advice,
@@ -181,8 +218,8 @@ def _layer_finding(run: Any, layer: str, label: str) -> Finding | None:
             "peak": peak,
             "median_peak": typical,
             "spread": spread,
-            "at_most_tokens": everywhere,
-            "from_first_capture": from_start,
+            "at_most_tokens": everywhere if known else None,
+            "from_first_capture": began.from_start,
             "peak_at_first_capture": float(peaks[0, top]),
             "float16_margin": FLOAT16_MAX / peak if peak > 0 else None,
             "threshold_ratio": MIN_RATIO,

@@ -33,10 +33,12 @@ import math
 import re
 from typing import Any
 
+import numpy as np
+
 from nbviz.analysis.checks.depth import activation_rms, trend
 from nbviz.analysis.checks.finding import Finding, fmt
 from nbviz.analysis.checks.model import ModelLayout, layout
-from nbviz.analysis.checks.robust import nanmedian
+from nbviz.analysis.checks.robust import nanmedian, onset
 
 CHECK = "residual_growth"
 MIN_BLOCKS = 3
@@ -94,33 +96,32 @@ def _stack_finding(run: Any, blocks: list[str]) -> Finding | None:
     shape = trend(profile)
     if shape is None or shape.total < 1:
         return None
-    n = len(blocks)
+    keep = np.isfinite(profile) & (profile > 0)  # the blocks trend() read
+    kept = [b for b, k in zip(blocks, keep) if k]
+    rms = profile[keep]
+    n = len(kept)
     excess = shape.total / math.sqrt(n)  # over the square-root accumulation
     if shape.consistency < CONSISTENT or excess < MIN_EXCESS or shape.total < MIN_TOTAL:
         return None
-    first = table.to_numpy()[0]
-    at_first = trend(first)
+    rows = table.to_numpy()
+    totals = np.array([_total(row) for row in rows])
+    began = onset(table.index.to_numpy(), np.nan_to_num(totals) >= MIN_TOTAL, window)
     stack = blocks[0].rsplit(".", 1)[0]
-    from_start = at_first is not None and at_first.total >= MIN_TOTAL
-    step = int(table.index[0]) if from_start else int(table.index[-window])
-    since = (
-        "from the first capture"
-        if from_start
-        else f"over training (x{fmt(at_first.total if at_first else float('nan'))} "
-        f"at the first capture)"
-    )
+    since = began.since()
+    if not began.from_start and np.isfinite(totals[0]):
+        since += f" (x{fmt(float(totals[0]))} at the first capture)"
     message = (
         f"The residual stream grows block after block in '{stack}' {since}: the rms of the "
-        f"block outputs rises {fmt(shape.total)}x from '{blocks[0]}' ({fmt(float(profile[0]))}) "
-        f"to '{blocks[-1]}' ({fmt(float(profile[-1]))}), {fmt(shape.per_layer)}x per block; "
+        f"block outputs rises {fmt(shape.total)}x from '{kept[0]}' ({fmt(float(rms[0]))}) "
+        f"to '{kept[-1]}' ({fmt(float(rms[-1]))}), {fmt(shape.per_layer)}x per block; "
         f"adding {n} similar branches grows it about {fmt(math.sqrt(n))}x. Deep blocks then "
         "add a vanishing fraction to the stream and act close to the identity."
     )
     return Finding(
         check=CHECK,
         severity="warning",
-        layer=stack,
-        step=step,
+        layer=blocks[-1],  # a module of the model; the stack is in the evidence
+        step=began.step,
         cause="architecture",
         message=message,
         advice=(
@@ -130,17 +131,25 @@ def _stack_finding(run: Any, blocks: list[str]) -> Finding | None:
         ),
         summary=f"the residual stream of '{stack}' grows {fmt(shape.total)}x over {n} blocks",
         evidence={
+            "stack": stack,
             "blocks": blocks,
-            "rms": [float(v) for v in profile],
+            "blocks_read": kept,
+            "rms": [float(v) if np.isfinite(v) else None for v in profile],
             "total": shape.total,
             "per_block": shape.per_layer,
             "sqrt_growth": math.sqrt(n),
             "excess": excess,
             "consistency": shape.consistency,
-            "total_at_first_capture": at_first.total if at_first else None,
-            "from_first_capture": from_start,
+            "total_at_first_capture": float(totals[0]) if np.isfinite(totals[0]) else None,
+            "from_first_capture": began.from_start,
             "window_captures": window,
             "threshold_excess": MIN_EXCESS,
             "threshold_total": MIN_TOTAL,
         },
     )
+
+
+def _total(row: np.ndarray) -> float:
+    """A capture's growth from the first block to the last (NaN where unknown)."""
+    shape = trend(row)
+    return shape.total if shape is not None else float("nan")
