@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from nbviz.records import png_thumbnail
+from nbviz.widgets.per_evaluation import PerEvaluation
 from nbviz.widgets.wire import array_trait_payload
 
 __all__ = ["SampleOutputs", "output_panels"]
@@ -119,25 +120,13 @@ def _target_panel(target: Any, n_values: int) -> dict[str, Any]:
     return _values("target", target, n_values)
 
 
-class SampleOutputs:
+class SampleOutputs(PerEvaluation):
     """The outputs kept at a few evaluations, read once each, for the panels of samples."""
 
-    def __init__(self, run: Any) -> None:
-        self._run = run
-        self._at: dict[tuple[str, int], Any] = {}
-
-    def clear(self) -> None:
-        self._at.clear()
-
-    def _kept(self, split: str, at: int) -> Any:
-        key = (split, at)
-        if key not in self._at:
-            got = self._run.outputs(at, split=split)
-            if len(self._at) > 4:
-                self._at.clear()
-            where = {int(i): k for k, i in enumerate(got.ids)} if got is not None else {}
-            self._at[key] = (got, where)
-        return self._at[key]
+    def _read(self, split: str, at: int) -> Any:
+        got = self._run.outputs(at, split=split)
+        where = {int(i): k for k, i in enumerate(got.ids)} if got is not None else {}
+        return got, where
 
     def panels(self, split: str, at: int | None, id: int, n_values: int = 4) -> list[dict]:
         """Sample ``id``'s panels at the evaluation ``at`` (none where nothing was kept)."""

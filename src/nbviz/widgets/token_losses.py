@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from nbviz.widgets.per_evaluation import PerEvaluation
 from nbviz.widgets.wire import array_trait_payload
 
 __all__ = ["CARD_TOKENS", "DETAIL_TOKENS", "TOKEN_CSS", "SampleTokens", "loss_scale"]
@@ -62,29 +63,15 @@ def loss_scale(losses: np.ndarray, counted: np.ndarray) -> dict[str, Any]:
     return {"lo": 0.0, "hi": hi if hi > 0 else 1.0, "nonfinite": int(values.size - finite.size)}
 
 
-class SampleTokens:
+class SampleTokens(PerEvaluation):
     """The per-token arrays of a few evaluations, read once each, for cards and details."""
 
-    def __init__(self, run: Any) -> None:
-        self._run = run
-        self._at: dict[tuple[str, int], Any] = {}
-
-    def clear(self) -> None:
-        self._at.clear()
-
-    def _kept(self, split: str, at: int) -> Any:
-        key = (split, at)
-        if key not in self._at:
-            got = self._run.token_evaluation(at, split)
-            if len(self._at) > 4:
-                self._at.clear()
-            if got is None:
-                self._at[key] = None
-            else:
-                where = {int(i): k for k, i in enumerate(got.ids)}
-                scale = loss_scale(got.losses, got.counted)
-                self._at[key] = (got, where, scale, self._run.token_texts())
-        return self._at[key]
+    def _read(self, split: str, at: int) -> Any:
+        got = self._run.token_evaluation(at, split)
+        if got is None:
+            return None
+        where = {int(i): k for k, i in enumerate(got.ids)}
+        return got, where, loss_scale(got.losses, got.counted), self._run.token_texts()
 
     def scale(self, split: str, at: int | None) -> dict[str, Any] | None:
         """The evaluation's colour scale (None where it holds no per-token losses)."""
