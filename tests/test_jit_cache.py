@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import types
 from pathlib import Path
 
@@ -63,3 +64,28 @@ def test_exact_neighbours_are_each_rows_nearest_itself_first() -> None:
     assert (np.sort(idx, axis=1) == np.sort(np.argsort(full, axis=1)[:, :5], axis=1)).all()
     with pytest.raises(ValueError, match=r"metric must be one of .* got 'hamming'"):
         exact_neighbours(X, 5, "hamming")
+
+
+def test_overlapping_blocks_in_two_threads_leave_numba_as_it_was() -> None:
+    numba = pytest.importorskip("numba")
+    own = numba.njit, numba.jit
+    first_in, second_in, first_out = (threading.Event() for _ in range(3))
+
+    def first() -> None:
+        with jit_cache.caching_numba():
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(10)
+        with jit_cache.caching_numba():
+            second_in.set()
+            first_out.wait(10)  # the first block ends while this one is open
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert (numba.njit, numba.jit) == own

@@ -27,6 +27,7 @@ import contextlib
 import functools
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,11 @@ __all__ = [
 ]
 
 _PACKAGES = ("umap", "pynndescent")
+# caching_numba's blocks may overlap (projectors fitting in their own threads): the
+# first to enter patches numba, the last to leave puts numba's own functions back
+_patch_lock = threading.Lock()
+_patch_depth = 0
+_numba_own: tuple[Any, Any] | None = None
 
 
 def cache_dir() -> Path:
@@ -91,18 +97,30 @@ def _cached(decorator: Callable[..., Any]) -> Callable[..., Any]:
 @contextlib.contextmanager
 def caching_numba() -> Iterator[None]:
     """Inside the block, ``numba.njit`` and ``numba.jit`` cache by default (the caller's
-    own ``cache=False`` stands); for importing umap, whose import compiles code."""
+    own ``cache=False`` stands); for importing umap, whose import compiles code.
+
+    Blocks in several threads may overlap: numba's own functions are put back when
+    the last one ends, never a patched one kept as if it were numba's.
+    """
+    global _patch_depth, _numba_own
     try:
         import numba
     except ImportError:
         yield
         return
-    originals = numba.njit, numba.jit
-    numba.njit, numba.jit = _cached(numba.njit), _cached(numba.jit)
+    with _patch_lock:
+        if _patch_depth == 0:
+            _numba_own = numba.njit, numba.jit
+            numba.njit, numba.jit = _cached(numba.njit), _cached(numba.jit)
+        _patch_depth += 1
     try:
         yield
     finally:
-        numba.njit, numba.jit = originals
+        with _patch_lock:
+            _patch_depth -= 1
+            if _patch_depth == 0 and _numba_own is not None:
+                numba.njit, numba.jit = _numba_own
+                _numba_own = None
 
 
 def cache_compiled() -> int:
