@@ -51,7 +51,7 @@ test("the matrix fits the pane it is in: cells shrink to the room, down to a scr
 
 test("row labels are as wide as the longest class name needs", () => {
   const digits = Array.from({ length: 10 }, (_, i) => String(i));
-  assert.equal(labelWidth(digits, 10), 72, "digits: as narrow as the corner's words allow");
+  assert.equal(labelWidth(digits, 10), 84, "digits: as narrow as the corner's words allow");
   assert.ok(labelWidth(["airplane", "automobile"], 2) >= "automobile".length * 6.6);
   assert.equal(labelWidth(["a class name far longer than any label could show"], 1), 110, "long names are cut");
 });

@@ -9,7 +9,7 @@ import { perFrame } from "../schedule.js";
 import { decodeArray } from "../wire.js";
 
 const LABEL_W = 110; // px at most for the row labels (longer names are cut, full text on hover)
-const MIN_LABEL_W = 72; // px: the corner's "predicted →" on one line
+const MIN_LABEL_W = 84; // px: the corner's "predicted →" on one line
 const LABEL_H = 90; // px at most for the column labels (longer names are cut, full text on hover)
 const MIN_LABEL_H = 34; // px: the corner's two lines ("predicted →", "true ↓")
 const CHAR_W = 6.6; // px a character of the 11px labels takes, about
@@ -232,6 +232,7 @@ export function matrixView(pane) {
     justifyContent: "flex-end",
     padding: "2px 4px",
     boxSizing: "border-box",
+    whiteSpace: "nowrap",
   });
   const grid = el("div", { class: "nbviz-cm-grid" }, [corner, colLabels, rowLabels, canvas]);
   const scroll = el("div", { class: "nbviz-cm-scroll" }, [grid]);
