@@ -1,6 +1,6 @@
 """EmbeddingProjector: the recorded embeddings in 2-d, linked to the samples behind them.
 
-Close to 500 lines because the traits, the layout on screen and the background job
+A little over 500 lines because the traits, the layout on screen and the background job
 share one view's state; the points on the wire (:mod:`.projector_points`), the job
 (:mod:`.projector_job`) and the selection (:mod:`.point_selection`) are already apart.
 
@@ -19,10 +19,6 @@ clusters forming in place.
 Box or lasso selection sets ``selected_ids`` and shows those samples in the
 embedded :class:`SampleGallery`; ``highlight_ids`` (set by a confusion-matrix
 cell in the Dashboard) highlights points without selecting them.
-
-This file is a little over 500 lines because the class's traits and reactions
-belong together; what can stand alone already does (projector_points,
-projector_job).
 """
 
 from __future__ import annotations
