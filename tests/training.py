@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -148,6 +149,47 @@ def nan_run(path: Path, nan_at: int = 7, steps: int = 15) -> Path:
     return path
 
 
+def lm_steps(
+    run: nbviz.Run,
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    gen: torch.Generator,
+    steps: int,
+    batch: int,
+    before: Callable[[nn.Module, int], None] | None = None,
+) -> None:
+    """``steps`` next-token steps of a GPT-style ``model`` on synthetic text from ``gen``
+    (``batch`` sequences of its context + 1), each loss logged; ``before(model, step)``
+    runs ahead of each step (a fault planted by a test)."""
+    from reference_models import next_token_loss, token_batch
+
+    config = model.config
+    for step in range(steps):
+        if before is not None:
+            before(model, step)
+        ids = token_batch(gen, batch, config.context + 1, config.vocab)
+        loss = next_token_loss(model(ids[:, :-1]), ids[:, 1:])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        run.log(step, train_loss=loss)
+
+
+def flipped_digits(fraction: float = 0.15) -> tuple[Any, torch.Tensor, torch.Tensor, Any]:
+    """The digits' training split with ``fraction`` of its labels flipped to another class:
+    ``(digits, x flattened, noisy labels, indices flipped)``."""
+    import numpy as np
+
+    from nbviz.demo import load_digits
+
+    d = load_digits(seed=0)
+    x, y = torch.from_numpy(d.x_train).flatten(1), torch.from_numpy(d.y_train)
+    rng = np.random.default_rng(0)
+    flipped = rng.choice(len(y), int(fraction * len(y)), replace=False)
+    y[flipped] = torch.from_numpy((y[flipped].numpy() + rng.integers(1, 10, len(flipped))) % 10)
+    return d, x, y, flipped
+
+
 def language_model_run(
     path: Path, steps: int = 12, every: int = 3, collapse: tuple[int, int] | None = None
 ) -> Path:
@@ -157,7 +199,7 @@ def language_model_run(
     projections scaled up 60x, so each query puts nearly all its weight on one key.
     Returns the run directory (closed).
     """
-    from reference_models import GPT, GPTConfig, next_token_loss, token_batch
+    from reference_models import GPT, GPTConfig, token_batch
 
     config = GPTConfig(vocab=48, context=10, width=32, heads=4, blocks=2)
     torch.manual_seed(0)
@@ -176,13 +218,7 @@ def language_model_run(
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     with nbviz.Run(path) as run:
         run.watch(model, every=every, attention=probe_ids, tokens=lambda i: words[i])
-        for step in range(steps):
-            ids = token_batch(gen, 8, config.context + 1, config.vocab)
-            loss = next_token_loss(model(ids[:, :-1]), ids[:, 1:])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            run.log(step, train_loss=loss)
+        lm_steps(run, model, opt, gen, steps, batch=8)
     return Path(path)
 
 
@@ -195,7 +231,7 @@ def token_loss_run(path: Path, steps: int = 20, top_k: int = 4) -> tuple[Path, d
     the batch's ``mask``). Returns the run directory (closed) and what a test checks
     against: the model's logits, the targets and the padding of the evaluation.
     """
-    from reference_models import GPT, GPTConfig, next_token_loss, token_batch
+    from reference_models import GPT, GPTConfig, token_batch
 
     config = GPTConfig(vocab=24, context=10, width=32, heads=4, blocks=2)
     torch.manual_seed(0)
@@ -214,13 +250,7 @@ def token_loss_run(path: Path, steps: int = 20, top_k: int = 4) -> tuple[Path, d
         for a, b in ((0, 8), (8, 12))
     ]
     with nbviz.Run(path) as run:
-        for step in range(steps):
-            batch = token_batch(gen, 16, config.context + 1, config.vocab)
-            loss = next_token_loss(model(batch[:, :-1]), batch[:, 1:])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            run.log(step, train_loss=loss)
+        lm_steps(run, model, opt, gen, steps, batch=16)
         run.evaluate(steps - 1, model, loader, tokens=words, top_k=top_k)
         model.eval()
         with torch.no_grad():
@@ -238,15 +268,7 @@ def token_loss_run(path: Path, steps: int = 20, top_k: int = 4) -> tuple[Path, d
 def data_map_run(path: Path, epochs: int = 8) -> Path:
     """An MLP on the digits' 1,348 training images, 15% of their labels flipped, the
     training split evaluated once per epoch (what a DataMap needs) and its samples logged."""
-    import numpy as np
-
-    from nbviz.demo import load_digits
-
-    d = load_digits(seed=0)
-    x, y = torch.from_numpy(d.x_train).flatten(1), torch.from_numpy(d.y_train)
-    rng = np.random.default_rng(0)
-    flipped = rng.choice(len(y), int(0.15 * len(y)), replace=False)
-    y[flipped] = torch.from_numpy((y[flipped].numpy() + rng.integers(1, 10, len(flipped))) % 10)
+    d, x, y, _ = flipped_digits(0.15)
     torch.manual_seed(0)
     model = named_mlp(64, 32, 10)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)

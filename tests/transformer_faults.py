@@ -6,8 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from reference_models import GPT, GPTConfig, next_token_loss, token_batch
+from reference_models import GPT, GPTConfig
 from torch import nn
+from training import lm_steps
 
 import nbviz
 
@@ -76,15 +77,7 @@ def train_lm(
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     with nbviz.Run(path) as run:
         run.watch(model, every=every, layers=layers)
-        for step in range(steps):
-            if fault is not None:
-                fault(model, step)
-            ids = token_batch(gen, 8, CONFIG.context + 1, CONFIG.vocab)
-            loss = next_token_loss(model(ids[:, :-1]), ids[:, 1:])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            run.log(step, train_loss=loss)
+        lm_steps(run, model, opt, gen, steps, batch=8, before=fault)
     return nbviz.open_run(path)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from playwright.sync_api import expect
-from training import named_mlp, sgd_step
+from training import flipped_digits, named_mlp, sgd_step
 
 import nbviz
 
@@ -33,13 +33,7 @@ def spike_run(path: Path) -> Path:
 
 def noisy_run(path: Path) -> tuple[Path, np.ndarray]:
     """15% of the digits' training labels flipped, the training split evaluated per epoch."""
-    from nbviz.demo import load_digits
-
-    d = load_digits(seed=0)
-    x, y = torch.from_numpy(d.x_train).flatten(1), torch.from_numpy(d.y_train)
-    rng = np.random.default_rng(0)
-    flipped = rng.choice(len(y), int(0.15 * len(y)), replace=False)
-    y[flipped] = torch.from_numpy((y[flipped].numpy() + rng.integers(1, 10, len(flipped))) % 10)
+    d, x, y, flipped = flipped_digits(0.15)
     torch.manual_seed(0)
     model = named_mlp(64, 64, 10)
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
