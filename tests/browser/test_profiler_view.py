@@ -61,13 +61,17 @@ def test_profiler_renders_and_a_click_zooms_to_the_module(nb, tmp_path: Path) ->
     icicle = view.locator(".nbviz-prof-icicle")
     expect(icicle).to_have_attribute("data-zoom", "")
     expect(icicle.locator('.nbviz-prof-node[data-name="2"]')).to_have_count(1)
-    # the module table: every module, slowest self time first (a Matmul block)
+    # the module table: every module, slowest self time first, as the kernel ranks them
     rows = view.locator(".nbviz-prof-modules tbody tr")
     expect(rows).to_have_count(int(nb.kernel_eval("len(p.profile['modules'])")))
     first = nb.kernel_eval("p.modules().iloc[0]['name']").strip("'")
-    assert first in ("2.first", "2.second")
     expect(rows.first).to_have_attribute("data-name", first)
-    expect(view.locator(".nbviz-prof-ops tbody tr").first).to_contain_text("aten::mm")
+    # the operator table: slowest self time first (which operator that is depends on the
+    # machine's load at the moment), the matrix products among them
+    ops = view.locator(".nbviz-prof-ops tbody tr")
+    slowest = nb.kernel_eval("max(p.profile['operators'], key=lambda o: o['self_ms'])['name']")
+    expect(ops.first.locator("td").first).to_have_text(slowest.strip("'"))
+    expect(ops.filter(has_text="aten::mm")).not_to_have_count(0)
     root_width = icicle.locator(".nbviz-prof-root").bounding_box()["width"]
     slow_width = icicle.locator('.nbviz-prof-node[data-name="2"]').bounding_box()["width"]
     assert slow_width < root_width
