@@ -8,6 +8,7 @@ Writer's throughput one step at a time is measured on its own.
     python benchmarks/store_bench.py              # 1k, 10k, 100k steps
     python benchmarks/store_bench.py --steps 1000 10000 --reads 50
     python benchmarks/store_bench.py --keep /tmp/store-runs   # build once, measure again
+    python benchmarks/store_bench.py --steps 1000 100000 1000000 --layers 5   # long runs
 
 Reads run with the database in the OS page cache (it was just written), as in
 a notebook that follows a run; medians over random steps.
@@ -33,6 +34,17 @@ N_LAYERS = 50
 SIGNALS = ("activation", "gradient")
 N_BINS = 64
 LAYERS = [f"block{i // 5}.layer{i % 5}" for i in range(N_LAYERS)]
+
+
+def use_layers(n: int) -> None:
+    """Measure runs of ``n`` layers (fewer make a 1M-step run fit a disk and an hour)."""
+    global N_LAYERS, LAYERS
+    if n < 1:
+        raise SystemExit(f"--layers must be >= 1, got {n}")
+    N_LAYERS = n
+    LAYERS = [f"block{i // 5}.layer{i % 5}" for i in range(n)]
+
+
 GROWTH = ("stats_at", "hist_at", "layer", "hrows", "summary", "zoom", "seek")
 
 
@@ -166,6 +178,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--reads", type=int, default=50)
+    parser.add_argument("--layers", type=int, default=N_LAYERS, help="layers per step")
     parser.add_argument("--writer-steps", type=int, default=3000)
     parser.add_argument("--dir", type=Path, default=None, help="where to put the databases")
     parser.add_argument(
@@ -173,6 +186,7 @@ def main() -> None:
     )
     parser.add_argument("--no-writer", action="store_true", help="skip the Writer throughput")
     args = parser.parse_args()
+    use_layers(args.layers)
 
     rng = random.Random(0)
     with scratch("nbviz-store-bench-", keep=args.keep, within=args.dir) as root:
