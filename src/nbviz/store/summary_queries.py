@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from nbviz.store.columns import floats, frame, int_array, nan
+from nbviz.store.columns import floats, frame, int_array, ints, nan
 from nbviz.store.encoding import counts_array
 from nbviz.store.errors import StoredValueError
 from nbviz.store.query import ReaderBase, close_matches
@@ -57,6 +57,23 @@ class SeriesSummary(NamedTuple):
     lo: int
     hi: int
     frame: pd.DataFrame
+
+
+def _stat_bucket_frame(rows: list[tuple]) -> pd.DataFrame:
+    """Stat buckets ``(last_step, n, mean_total, mean_n, std_total, std_n, min, max, norm,
+    zero_total, zero_n, rel_total, rel_n, nonfinite)`` as a summary frame, column by
+    column (a long run's zoom reads hundreds of buckets: no Python work per row)."""
+    cols = list(zip(*rows)) if rows else [()] * 14
+    step, n = int_array(cols[0]), ints(cols[1])
+    num = [floats(c) for c in cols[2:]]
+
+    def mean(total: np.ndarray, count: np.ndarray) -> np.ndarray:
+        ok = count > 0
+        return np.divide(total, count, out=np.full(len(total), np.nan), where=ok)
+
+    mt, mn, st, sn, lo, hi, norm, zt, zn, rt, rn, nf = num
+    values = (mean(mt, mn), mean(st, sn), lo, hi, norm, mean(zt, zn), mean(rt, rn), nf)
+    return pd.DataFrame({"step": step, "n": n, **dict(zip(STAT_FIELDS, values))})
 
 
 def _level(lo: int, hi: int, max_points: int) -> int:
@@ -342,15 +359,7 @@ class SummaryQueries(ReaderBase):
             )
             if len(raw) <= max_points:
                 return SeriesSummary(0, len(raw), lo, hi, self._stat_frame(raw))
-
-        def mean(total: Any, n: Any) -> float:
-            return nan(total) / n if type(n) is int and n > 0 else float("nan")
-
-        out = [
-            (st, n, mean(mt, mn), mean(st_, sn), lo_, hi_, norm, mean(zt, zn), mean(rt, rn), nf)
-            for st, n, mt, mn, st_, sn, lo_, hi_, norm, zt, zn, rt, rn, nf in rows
-        ]
-        return SeriesSummary(width, estimate, lo, hi, self._stat_frame(out))
+        return SeriesSummary(width, estimate, lo, hi, _stat_bucket_frame(rows))
 
     @staticmethod
     def _stat_frame(rows: list[tuple]) -> pd.DataFrame:
