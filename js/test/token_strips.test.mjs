@@ -36,6 +36,9 @@ describe("token strips", () => {
     assert.equal(strips[0].querySelectorAll("img").length, 0);
     assert.match(hit.style.background, /rgba\(230, 159, 0, 1\)/);
     assert.equal(strips[0].querySelectorAll(".nbviz-lb-strip-value")[0].textContent, "2.5");
+    const texts = strips[0].querySelectorAll(".nbviz-lb-ctx").map((n) => n.textContent);
+    assert.deepEqual(texts, ["a", "b", HOSTILE, "c"], "the context in order, the token in its column");
+    assert.equal(strips[0].querySelectorAll(".nbviz-lb-strip-before")[0].children.length, 2);
     assert.equal(strips[0].getAttribute("data-rank"), "0");
     assert.ok(strips[1].classList.contains("nbviz-active"), "the opened sample's strip is marked");
     strips[0].fire("click");
@@ -46,5 +49,7 @@ describe("token strips", () => {
   it("says so when the unit has no tokens", () => {
     const box = tokenStrips({ unit: 1, tokens: [] }, -1, () => {});
     assert.match(box.textContent, /no tokens recorded/);
+    const blind = tokenStrips({ unit: 0, tokens: [{ id: 1, position: 2, value: 1, token: "", context: [], focus: -1 }] }, -1, () => {});
+    assert.match(blind.textContent, /no input tokens recorded/);
   });
 });

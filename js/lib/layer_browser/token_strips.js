@@ -51,7 +51,16 @@ function strip(t, scale, rank, open, onOpen) {
       style: hit ? { background: highlight(t.value, scale) } : undefined,
     });
   });
-  if (!spans.length) spans.push(el("span", { class: "nbviz-muted", text: "no input tokens recorded" }));
+  // the token in a column of its own: its context ahead right-aligned (clipped on the left)
+  const focus = t.focus >= 0 && t.focus < spans.length ? t.focus : -1;
+  const tokens =
+    focus < 0
+      ? [el("span", { class: "nbviz-muted", text: "no input tokens recorded" })]
+      : [
+          el("span", { class: "nbviz-lb-strip-before" }, spans.slice(0, focus)),
+          spans[focus],
+          el("span", { class: "nbviz-lb-strip-after" }, spans.slice(focus + 1)),
+        ];
   const row = el(
     "div",
     {
@@ -66,7 +75,7 @@ function strip(t, scale, rank, open, onOpen) {
     },
     [
       el("span", { class: "nbviz-lb-strip-value", text: formatNumber(t.value) }),
-      el("span", { class: "nbviz-lb-strip-tokens" }, spans),
+      el("span", { class: "nbviz-lb-strip-tokens" }, tokens),
       el("span", { class: "nbviz-lb-strip-where nbviz-muted", text: `#${t.id} @${t.position}` }),
     ],
   );
