@@ -165,6 +165,34 @@ def test_an_unwatched_model_records_units_layer_alone(tmp_path: Path) -> None:
         assert set(run.top_tokens("blocks.0.mlp.fc")["id"]) <= {0, 1}
 
 
+def test_the_units_an_evaluation_keeps_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Layers are taken whole in the order their outputs arrive while their units fit;
+    ``units_layer`` always."""
+    from reference_models import GPT, GPTConfig, token_batch
+
+    from nbviz.recording import unit_tokens
+
+    monkeypatch.setattr(unit_tokens, "MAX_TOP_TOKEN_UNITS", 100)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab=24, context=8, width=16, heads=2, blocks=1))
+    ids = token_batch(torch.Generator().manual_seed(0), 4, 9, 24)
+    loader = [(ids[:, :-1], ids[:, 1:])]
+    with nbviz.Run(tmp_path / "lm") as run:
+        run.watch(model, every=1)
+        run.evaluate(0, model, loader)
+        run.flush()
+        # tok 16 + ln1 16 + qkv 48 + attn.proj 16 = 96 units; ln2 (16 more) no longer fits
+        kept = ["blocks.0.attn.proj", "blocks.0.attn.qkv", "blocks.0.ln1", "tok"]
+        assert run.top_token_layers() == kept
+        run.evaluate(1, model, loader, units_layer="blocks.0.mlp.act")
+        run.flush()
+        assert run.top_token_steps("blocks.0.mlp.act").tolist() == [1]
+        assert run.unit_tokens("blocks.0.mlp.act").values.shape == (64, TOP_TOKENS)
+        assert run.top_token_steps("blocks.0.mlp.fc").tolist() == []
+
+
 def test_a_schema_6_run_opens_and_is_migrated_on_write(tmp_path: Path) -> None:
     run_dir = tmp_path / "old"
     with Writer(run_dir) as w:

@@ -70,6 +70,7 @@ class Evaluation:
     tokens: TokenArrays | None = None
     token_loss: float | None = None  # the mean loss over every position that counts
     top_tokens: list[LayerTopTokens] | None = None  # each unit's top tokens, per layer
+    top_tokens_left_out: list[str] | None = None  # layers past the budget of units
 
 
 def _resolve_layer(model: nn.Module, layer: str | nn.Module, what: str) -> tuple[str, nn.Module]:
@@ -178,13 +179,14 @@ def run_evaluation(
     ignore_index: int = -100,
     token_layers: Sequence[tuple[str, nn.Module]] = (),
     prefix: str = "",
-    unit_tokens: tuple[int, int, int] = (8, 6, 3),
+    unit_tokens: tuple[int, int, int, int] = (8, 6, 3, 16384),
 ) -> Evaluation:
     """One pass of ``model`` over ``loader`` under ``no_grad`` (see the module docstring).
 
     ``token_layers``: ``(name, module)`` pairs whose units' top tokens a language model's
     pass keeps (``units_layer`` is added, named with ``prefix``); ``unit_tokens`` is
-    ``(k, tokens before, tokens after)`` of each unit's top tokens and their context.
+    ``(k, tokens before, tokens after, most units in all)`` of each unit's top tokens and
+    their context.
     """
     was_training = model.training
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -216,7 +218,8 @@ def run_evaluation(
         layers.append((prefix + units[0], units[1]))
     acc = _Batches(max_samples)
     acc.tokens = TokenBatches(top_k, int(ignore_index))  # loss_fn's, where it has one
-    acc.top = TopTokens(layers, *unit_tokens)
+    always = (prefix + units[0],) if units is not None else ()
+    acc.top = TopTokens(layers, *unit_tokens, always=always)
     handles.extend(acc.top.attach())
     try:
         model.eval()
@@ -240,6 +243,7 @@ def run_evaluation(
             )
         result = acc.by_token()
         result.top_tokens = acc.top.result()
+        result.top_tokens_left_out = list(acc.top.left_out)
     else:
         result = acc.classifier() if loss_fn is None else acc.by_loss()
     result.embeddings = _rows(captured["embed"])

@@ -7,7 +7,9 @@ there) the ``k`` positions where the unit was most active are kept, with the inp
 ids around each. Everything is reduced on the device inside the forward hook: per batch
 one ``topk`` over the batch's positions and one over the ``2k`` candidates kept so far,
 so memory and the host copy are ``units x k`` per layer whatever the pass's length. The
-hooks are temporary: :meth:`TopTokens.attach` returns handles the caller removes.
+layers' units together are bounded (``max_units``): layers are taken in the order their
+outputs first arrive, whole, while they fit (a layer asked for by name is always taken).
+The hooks are temporary: :meth:`TopTokens.attach` returns handles the caller removes.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class LayerTopTokens:
     rows: np.ndarray  # int64 [units, k]: the sample's row in the pass, -1: none
     positions: np.ndarray  # int32 [units, k]
     values: np.ndarray  # float32 [units, k]; NaN where none
-    contexts: np.ndarray  # int64 [units, k, before + 1 + after]; -1 outside the sample
+    contexts: np.ndarray  # int32 [units, k, before + 1 + after]; -1 outside the sample
 
 
 class _Best:
@@ -71,12 +73,23 @@ class TopTokens:
     """
 
     def __init__(
-        self, modules: list[tuple[str, nn.Module]], k: int, before: int, after: int
+        self,
+        modules: list[tuple[str, nn.Module]],
+        k: int,
+        before: int,
+        after: int,
+        max_units: int = 0,
+        always: tuple[str, ...] = (),
     ) -> None:
         self.modules = modules
         self.k = int(k)
         self.before = int(before)
         self.after = int(after)
+        self.max_units = int(max_units)
+        self.always = set(always)
+        self.units_used = 0
+        self.left_out: list[str] = []  # layers past the budget of units
+        self._taken: set[str] = set()
         self._best = {name: _Best() for name, _ in modules}
         self._pending: dict[str, tuple[torch.Tensor, ...]] = {}
         self._counted: torch.Tensor | None = None
@@ -129,6 +142,15 @@ class TopTokens:
             or out.shape[2] == 0
         ):
             return
+        units = int(out.shape[2])
+        if name in self.left_out:
+            return
+        if name not in self._taken:
+            if name not in self.always and self.units_used + units > self.max_units:
+                self.left_out.append(name)
+                return
+            self._taken.add(name)
+            self.units_used += units
         x = out.detach().float().reshape(n * t, -1)
         keep = counted.reshape(-1, 1).to(x.device) & torch.isfinite(x)
         x = torch.where(keep, x, torch.full_like(x, -torch.inf))
@@ -167,7 +189,8 @@ class TopTokens:
             contexts = best.contexts.transpose(0, 1).contiguous().cpu().numpy()  # type: ignore[union-attr]
             none = ~np.isfinite(values)  # -inf: padding alone, fewer than k positions
             rows[none], positions[none], values[none] = -1, -1, np.nan
-            contexts = contexts.astype(np.int64)
+            # a token id past int32 (no vocabulary is that large) is not shown
+            contexts = np.where(contexts > np.iinfo(np.int32).max, -1, contexts).astype(np.int32)
             contexts[none] = -1
             if self.k > values.shape[1]:  # fewer positions in the whole pass than k
                 pad = self.k - values.shape[1]

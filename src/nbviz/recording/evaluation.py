@@ -82,7 +82,12 @@ def evaluate_into(
     ignore_index = _padding_index(ignore_index, loss_fn)
     prefix = run._layer_prefix.get(model, "")  # layers named as the model's probe names them
     embed_layer, units_layer = _own_names(model, prefix, embed_layer, units_layer)
-    from nbviz.recording.unit_tokens import CONTEXT_AFTER, CONTEXT_BEFORE, TOP_TOKENS
+    from nbviz.recording.unit_tokens import (
+        CONTEXT_AFTER,
+        CONTEXT_BEFORE,
+        MAX_TOP_TOKEN_UNITS,
+        TOP_TOKENS,
+    )
 
     watched = [
         (name, module)
@@ -101,7 +106,7 @@ def evaluate_into(
         ignore_index=int(ignore_index),
         token_layers=watched,
         prefix=prefix,
-        unit_tokens=(TOP_TOKENS, CONTEXT_BEFORE, CONTEXT_AFTER),
+        unit_tokens=(TOP_TOKENS, CONTEXT_BEFORE, CONTEXT_AFTER, MAX_TOP_TOKEN_UNITS),
     )
     if result.tokens is not None and run._dist is not None:
         raise ValueError(

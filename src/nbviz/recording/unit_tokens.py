@@ -6,14 +6,16 @@ whose output is ``(N, T, features)``, the :data:`TOP_TOKENS` positions where eac
 feature (unit) was most active over the positions that count (padding never), and the
 input token ids around each: :data:`CONTEXT_BEFORE` ahead, :data:`CONTEXT_AFTER`
 behind. One ``unit_tokens`` row per layer and evaluation, its arrays ``units x k`` (and
-``x width`` for the contexts) whatever the pass's length:
+``x width`` for the contexts) whatever the pass's length; the layers' units together at
+most :data:`MAX_TOP_TOKEN_UNITS` (layers in the order their outputs arrive, each whole
+or not at all; ``units_layer`` always), so an evaluation adds at most about 7 MiB:
 
 - ``ids`` int64 ``(units, k)``: the sample id (-1 where a unit has fewer tokens);
 - ``positions`` int32 ``(units, k)``: the token's position in its sample;
 - ``values`` float32 ``(units, k)``: the unit's activation there, most active first;
-- ``contexts`` int64 ``(units, k, width)``: the input token ids from ``before``
+- ``contexts`` int32 ``(units, k, width)``: the input token ids from ``before``
   positions ahead of the token to ``width - before - 1`` behind it (-1 outside the
-  sample, or where the inputs were not token ids).
+  sample, where the inputs were not token ids, or for an id past int32).
 
 The texts of the context tokens join ``meta["token_texts"]`` where the evaluation was
 given a vocabulary (``tokens=``). Read back with ``Run.top_tokens``
@@ -30,7 +32,14 @@ import numpy as np
 if TYPE_CHECKING:
     from nbviz.probes.unit_tokens import LayerTopTokens
 
-__all__ = ["CONTEXT_AFTER", "CONTEXT_BEFORE", "TOP_TOKENS", "unit_token_rows"]
+__all__ = [
+    "CONTEXT_AFTER",
+    "CONTEXT_BEFORE",
+    "MAX_TOP_TOKEN_UNITS",
+    "TOP_TOKENS",
+    "context_ids",
+    "unit_token_rows",
+]
 
 TOP_TOKENS = 8
 """Tokens kept per unit: the most active, over every position of an evaluation."""
@@ -38,6 +47,8 @@ CONTEXT_BEFORE = 6
 """Input tokens kept ahead of each top token."""
 CONTEXT_AFTER = 3
 """Input tokens kept behind each top token."""
+MAX_TOP_TOKEN_UNITS = 16384
+"""Units of all layers together whose top tokens an evaluation keeps (8 x 56 bytes each)."""
 
 
 def unit_token_rows(
@@ -62,7 +73,7 @@ def unit_token_rows(
                 sample.tobytes(),
                 np.asarray(layer.positions, dtype="<i4").tobytes(),
                 np.asarray(layer.values, dtype="<f4").tobytes(),
-                np.asarray(layer.contexts, dtype="<i8").tobytes(),
+                np.asarray(layer.contexts, dtype="<i4").tobytes(),
             )
         )
     return rows

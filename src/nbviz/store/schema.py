@@ -32,7 +32,7 @@ Conventions the tables rely on:
 - ``unit_tokens`` (schema 7) keeps, per layer and evaluation of a language model,
   each unit's top-activating tokens: ``ids`` little-endian int64 and ``positions``
   int32 ``(units, k)`` (-1: no such token), ``values`` float32 ``(units, k)`` most
-  active first, ``contexts`` int64 ``(units, k, width)``, the input token ids from
+  active first, ``contexts`` int32 ``(units, k, width)``, the input token ids from
   ``before`` positions ahead of the token (-1 outside the sample).
 - ``step_runs``, ``scalar_buckets`` and ``stat_buckets`` are summaries the
   writer keeps as it writes (:mod:`nbviz.store.summaries`).

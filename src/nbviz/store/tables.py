@@ -304,7 +304,7 @@ HISTOGRAM_BINS_DDL = """CREATE TABLE IF NOT EXISTS histogram_bins(
 # Schema 7: the top-activating tokens of each unit of a layer at an evaluation: ``ids``
 # little-endian int64 (units, k) sample ids (-1: none), ``positions`` int32 (units, k)
 # token positions, ``values`` float32 (units, k) activations, most active first,
-# ``contexts`` int64 (units, k, width) the input token ids from ``before`` positions
+# ``contexts`` int32 (units, k, width) the input token ids from ``before`` positions
 # ahead of the token (-1 outside the sample).
 UNIT_TOKENS_DDL = """CREATE TABLE IF NOT EXISTS unit_tokens(
         split TEXT NOT NULL, step INTEGER NOT NULL, layer TEXT NOT NULL,

@@ -38,7 +38,7 @@ class UnitTokens(NamedTuple):
     ids: np.ndarray  # int64 [units, k]; -1 where the unit has fewer tokens
     positions: np.ndarray  # int32 [units, k]; -1 likewise
     values: np.ndarray  # float32 [units, k]; NaN likewise
-    contexts: np.ndarray  # int64 [units, k, width]; -1 outside the sample
+    contexts: np.ndarray  # int32 [units, k, width]; -1 outside the sample
     before: int  # the token's place in its context
 
 
@@ -99,7 +99,7 @@ class UnitTokenQueries(ReaderBase):
             ids=from_blob(row[4], "<i8", [units, k]),
             positions=from_blob(row[5], "<i4", [units, k]),
             values=from_blob(row[6], "<f4", [units, k]),
-            contexts=from_blob(row[7], "<i8", [units, k, width]),
+            contexts=from_blob(row[7], "<i4", [units, k, width]),
             before=before,
         )
 

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from nbviz.analysis.metrics import evaluation_at
+from nbviz.recording.unit_tokens import MAX_TOP_TOKEN_UNITS
 from nbviz.widgets.samples import capture_arrays, class_name, sample_payload
 from nbviz.widgets.wire import array_trait_payload
 
@@ -77,8 +78,9 @@ class UnitExplorer:
             if token_layers:
                 notice = (
                     f"No top tokens of {name!r} at the {split!r} evaluations: its output is "
-                    "not (samples, tokens, features), or the evaluation did not watch it "
-                    f"(run.watch, or run.evaluate(..., units_layer={name!r}))."
+                    "not (samples, tokens, features), the evaluation did not watch it, or it "
+                    f"came past the {MAX_TOP_TOKEN_UNITS:,} units an evaluation keeps; "
+                    f"run.evaluate(..., units_layer={name!r}) records it."
                 )
             return {"layer": name, "n_units": 0, "notice": notice}
         kind, what = source
