@@ -39,7 +39,7 @@ def top_token_run(path: Path, steps: int = 12) -> tuple[Path, dict]:
     mask[6, 5:] = False
     loader = [
         {"input": inputs[a:b], "target": targets[a:b], "mask": mask[a:b]}
-        for a, b in ((0, 6), (6, 10))
+        for a, b in ((0, 9), (9, 10))  # 9 > k samples: the peaks prune; 1: they need not
     ]
     with nbviz.Run(path) as run:
         run.watch(model, every=4)

@@ -5,8 +5,10 @@ MLP's hidden units), each feature is a unit: over every position of the pass tha
 (padding excluded: a target equal to ``ignore_index``, or a dict batch's mask False
 there) the ``k`` positions where the unit was most active are kept, with the input token
 ids around each. Everything is reduced on the device inside the forward hook: per batch
-one ``topk`` over the batch's positions and one over the ``2k`` candidates kept so far,
-so memory and the host copy are ``units x k`` per layer whatever the pass's length. The
+each sample's peak per unit, the ``k`` samples with the highest peaks (only they can hold
+the batch's top ``k``), one ``topk`` over those samples' positions and one over the ``2k``
+candidates kept so far, so memory and the host copy are ``units x k`` per layer whatever
+the pass's length. The
 layers' units together are bounded (``max_units``): layers are taken in the order their
 outputs first arrive, whole, while they fit (a layer asked for by name is always taken).
 The hooks are temporary: :meth:`TopTokens.attach` returns handles the caller removes.
@@ -38,30 +40,30 @@ class LayerTopTokens:
 
 
 class _Best:
-    """The running top ``k`` of one layer: values, rows, positions and contexts."""
+    """The running top ``k`` of one layer, units first: values, rows, positions, contexts."""
 
     def __init__(self) -> None:
-        self.values: torch.Tensor | None = None  # [k, units]
+        self.values: torch.Tensor | None = None  # [units, k]
         self.rows: torch.Tensor | None = None
         self.positions: torch.Tensor | None = None
-        self.contexts: torch.Tensor | None = None  # [k, units, width]
+        self.contexts: torch.Tensor | None = None  # [units, k, width]
         self.skipped = False  # a batch whose output did not match its tokens
 
     def merge(self, part: tuple[torch.Tensor, ...], k: int) -> None:
         if self.values is None:
             self.values, self.rows, self.positions, self.contexts = part
             return
-        if part[0].shape[1] != self.values.shape[1]:
+        if part[0].shape[0] != self.values.shape[0]:
             self.skipped = True
             return
-        values = torch.cat([self.values, part[0]])
-        top = values.topk(min(k, len(values)), dim=0)
+        values = torch.cat([self.values, part[0]], dim=1)
+        top = values.topk(min(k, values.shape[1]), dim=1)
         pick = top.indices
         self.values = top.values
-        self.rows = torch.cat([self.rows, part[1]]).gather(0, pick)  # type: ignore[list-item]
-        self.positions = torch.cat([self.positions, part[2]]).gather(0, pick)  # type: ignore[list-item]
-        contexts = torch.cat([self.contexts, part[3]])  # type: ignore[list-item]
-        self.contexts = contexts.gather(0, pick[..., None].expand(-1, -1, contexts.shape[2]))
+        self.rows = torch.cat([self.rows, part[1]], dim=1).gather(1, pick)  # type: ignore[list-item]
+        self.positions = torch.cat([self.positions, part[2]], dim=1).gather(1, pick)  # type: ignore[list-item]
+        contexts = torch.cat([self.contexts, part[3]], dim=1)  # type: ignore[list-item]
+        self.contexts = contexts.gather(1, pick[..., None].expand(-1, -1, contexts.shape[2]))
 
 
 class TopTokens:
@@ -151,17 +153,23 @@ class TopTokens:
                 return
             self._taken.add(name)
             self.units_used += units
-        x = out.detach().float().reshape(n * t, -1)
-        keep = counted.reshape(-1, 1).to(x.device) & torch.isfinite(x)
-        x = torch.where(keep, x, torch.full_like(x, -torch.inf))
-        top = x.topk(min(self.k, n * t), dim=0)  # [k, units]
-        flat = top.indices
-        rows_local, positions = flat // t, flat % t
+        k = self.k
+        x = torch.where(counted.to(out.device)[..., None], out.detach().float(), -torch.inf)
+        x = x.nan_to_num_(-torch.inf, -torch.inf, -torch.inf)  # a copy: the output is kept
+        if n > k:  # only the k samples with the highest peaks can hold the top k
+            samples = x.amax(1).topk(k, dim=0).indices  # [k, units]
+            x = x.gather(0, samples[:, None, :].expand(k, t, units))
+            samples = samples.t()
+        else:
+            samples = torch.arange(n, device=x.device).expand(units, n)
+        top = x.permute(2, 0, 1).reshape(units, -1).topk(min(k, x.shape[0] * t), dim=1)
+        rows_local = samples.gather(1, top.indices // t)
+        positions = top.indices % t
         padded = self._padded
         assert padded is not None
         width = padded.shape[1] - t + 1
-        cols = positions[..., None] + torch.arange(width, device=flat.device)  # [k, units, w]
-        contexts = padded.to(flat.device)[rows_local[..., None], cols]
+        cols = positions[..., None] + torch.arange(width, device=x.device)  # [units, k, w]
+        contexts = padded.to(x.device)[rows_local[..., None], cols]
         self._pending[name] = (top.values, rows_local + self._offset, positions, contexts)
 
     def commit(self) -> None:
@@ -183,10 +191,10 @@ class TopTokens:
             best = self._best[name]
             if best.values is None or best.skipped:
                 continue
-            values = best.values.t().contiguous().cpu().numpy().astype(np.float32)
-            rows = best.rows.t().contiguous().cpu().numpy().astype(np.int64)  # type: ignore[union-attr]
-            positions = best.positions.t().contiguous().cpu().numpy().astype(np.int32)  # type: ignore[union-attr]
-            contexts = best.contexts.transpose(0, 1).contiguous().cpu().numpy()  # type: ignore[union-attr]
+            values = best.values.cpu().numpy().astype(np.float32)
+            rows = best.rows.cpu().numpy().astype(np.int64)  # type: ignore[union-attr]
+            positions = best.positions.cpu().numpy().astype(np.int32)  # type: ignore[union-attr]
+            contexts = best.contexts.cpu().numpy()  # type: ignore[union-attr]
             none = ~np.isfinite(values)  # -inf: padding alone, fewer than k positions
             rows[none], positions[none], values[none] = -1, -1, np.nan
             # a token id past int32 (no vocabulary is that large) is not shown
