@@ -1,13 +1,15 @@
 // What each unit of a layer responds to, in the LayerBrowser: the units' mean
 // values as bars (a click picks a unit, as does the number box), the samples
 // that excite the chosen unit most and least as cards, and for an opened card
-// the layer's captured output for that sample, channel by channel.
+// the layer's captured output for that sample, channel by channel. A language
+// model's layer lists the unit's top tokens in their context instead (token_strips.js).
 import { el } from "../dom.js";
 import { formatNumber, formatStep } from "../format.js";
 import { featureMaps, ObjectUrls } from "../images.js";
 import { drawSignedBars } from "../sparkline.js";
 import { decodeArray } from "../wire.js";
 import { arr, BLUE, ORANGE } from "./charts.js";
+import { tokenStrips } from "./token_strips.js";
 
 /**
  * The unit under a click on the per-unit bars: x in CSS px across `width`.
@@ -124,15 +126,19 @@ export function unitSection(us, sm, on, urls) {
     e.stopPropagation(); // typing here is not a notebook shortcut
     if (e.key === "Enter") commit();
   });
+  const tokens = us.kind === "tokens";
+  const counted = tokens ? `top ${us.k} tokens per unit; bars: each unit's highest activation` : `${us.n_samples} samples; bars: each unit's mean`;
   const caption = el("div", {
     class: "nbviz-lb-caption",
-    text: `${us.what}; evaluation of step ${formatStep(us.step)}, ${us.n_samples} samples; bars: each unit's mean` + (us.notice ? `; ${us.notice}` : ""),
+    text: `${us.what}; evaluation of step ${formatStep(us.step)}, ${counted}` + (us.notice ? `; ${us.notice}` : ""),
   });
   const parts = [el("div", {}, [canvas]), el("label", { class: "nbviz-lb-caption" }, ["unit ", input]), caption];
-  if (us.unit >= 0) {
+  if (tokens && us.unit >= 0) {
+    parts.push(tokenStrips(us, sm.id, on.openSample));
+  } else if (us.unit >= 0) {
     parts.push(cards(us.most ?? [], "most", sm.id, on.openSample, urls), cards(us.least ?? [], "least", sm.id, on.openSample, urls));
   } else {
-    parts.push(el("div", { class: "nbviz-muted", text: "choose a unit (click its bar) to list its samples" }));
+    parts.push(el("div", { class: "nbviz-muted", text: `choose a unit (click its bar) to list its ${tokens ? "top tokens" : "samples"}` }));
   }
   parts.push(sampleMaps(sm, us.unit));
   return parts;

@@ -9,12 +9,14 @@ for colouring) beside ``target``/``targets``. A model whose outputs are ``(N, cl
 logits and whose targets are class indices is still a classifier, with ``loss_fn``'s loss.
 
 A language model is recognised by its shapes: ``(N, T, V)`` outputs against ``(N, T)``
-integer targets, and evaluated token by token (:mod:`nbviz.probes.token_evaluation`).
+integer targets, and evaluated token by token (:mod:`nbviz.probes.token_evaluation`);
+for such a model each unit of the layers named in ``token_layers`` (and of ``units_layer``)
+keeps the tokens it was most active on (:mod:`nbviz.probes.unit_tokens`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,7 @@ from nbviz.probes.token_evaluation import (
     token_shapes,
     token_targets,
 )
+from nbviz.probes.unit_tokens import LayerTopTokens, TopTokens
 
 _INPUT_KEYS = ("input", "inputs", "x", "image", "images", "data", "pixel_values")
 _LABEL_KEYS = ("label", "labels", "y", "target", "targets")
@@ -66,6 +69,8 @@ class Evaluation:
     targets_are_inputs: bool = False
     tokens: TokenArrays | None = None
     token_loss: float | None = None  # the mean loss over every position that counts
+    top_tokens: list[LayerTopTokens] | None = None  # each unit's top tokens, per layer
+    top_tokens_left_out: list[str] | None = None  # layers past the budget of units
 
 
 def _resolve_layer(model: nn.Module, layer: str | nn.Module, what: str) -> tuple[str, nn.Module]:
@@ -172,7 +177,17 @@ def run_evaluation(
     *,
     top_k: int = 5,
     ignore_index: int = -100,
+    token_layers: Sequence[tuple[str, nn.Module]] = (),
+    prefix: str = "",
+    unit_tokens: tuple[int, int, int, int] = (8, 6, 3, 16384),
 ) -> Evaluation:
+    """One pass of ``model`` over ``loader`` under ``no_grad`` (see the module docstring).
+
+    ``token_layers``: ``(name, module)`` pairs whose units' top tokens a language model's
+    pass keeps (``units_layer`` is added, named with ``prefix``); ``unit_tokens`` is
+    ``(k, tokens before, tokens after, most units in all)`` of each unit's top tokens and
+    their context.
+    """
     was_training = model.training
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     if embed_layer is None:
@@ -198,8 +213,14 @@ def run_evaluation(
                 captured["units"].append(_unit_summary(module, t).cpu())
 
         handles.append(units[1].register_forward_hook(take_output))
+    layers = list(token_layers)
+    if units is not None and not any(m is units[1] for _, m in layers):
+        layers.append((prefix + units[0], units[1]))
     acc = _Batches(max_samples)
     acc.tokens = TokenBatches(top_k, int(ignore_index))  # loss_fn's, where it has one
+    always = (prefix + units[0],) if units is not None else ()
+    acc.top = TopTokens(layers, *unit_tokens, always=always)
+    handles.extend(acc.top.attach())
     try:
         model.eval()
         with torch.no_grad():
@@ -221,6 +242,8 @@ def run_evaluation(
                 "(samples, tokens) targets, a language model's, and others did not"
             )
         result = acc.by_token()
+        result.top_tokens = acc.top.result()
+        result.top_tokens_left_out = list(acc.top.left_out)
     else:
         result = acc.classifier() if loss_fn is None else acc.by_loss()
     result.embeddings = _rows(captured["embed"])
@@ -257,6 +280,17 @@ class _Batches:
         self.keeping = {"outputs": True, "targets": True}
         self.kept = {"outputs": 0, "targets": 0}
         self.tokens = TokenBatches()
+        self.top = TopTokens([], 0, 0, 0)
+
+    def _begin_top(self, x: Any, targets: Any, batch: Any, device: torch.device) -> None:
+        """Tell the top-token hooks which positions of the batch to come count."""
+        targets = _to_device(targets, device).long()
+        counted = targets != self.tokens.ignore_index
+        mask = batch_mask(batch, device)
+        if mask is not None and tuple(mask.shape) == tuple(targets.shape):
+            counted &= mask.to(torch.bool)
+        inputs = torch.from_numpy(x) if isinstance(x, np.ndarray) else x
+        self.top.begin(counted, inputs, self.rows)
 
     def _keep_values(self, name: str, arr: Any, rows: int) -> None:
         """Keep a batch's outputs (or targets) while they are small enough to show: those of
@@ -300,11 +334,14 @@ class _Batches:
         if token_targets(y):
             if not len(y):
                 return
+            self._begin_top(x, y, batch, device)
             logit = _model_output(model, x, device)
             if token_shapes(logit, y):
                 self.tokens.add(logit, _to_device(y, device), None, batch_mask(batch, device))
+                self.top.commit()
                 self._keep(number, logit.shape[0], x, i)
                 return
+            self.top.discard()
             y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
         else:
             y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
@@ -331,15 +368,19 @@ class _Batches:
             return  # an empty batch: nothing to evaluate
         if self.targets_are_inputs is None:
             self.targets_are_inputs = y is None
+        target = _to_device(x if y is None else y, device)
+        if token_targets(target):
+            self._begin_top(x, target, batch, device)
         out = _model_output(model, x, device)
         rows = out.shape[0] if out.ndim else 1
-        target = _to_device(x if y is None else y, device)
         per = loss_fn(out, target)
         if token_shapes(out, target):  # a language model: its loss position by position
             given = per if isinstance(per, torch.Tensor) and per.shape == target.shape else None
             self.tokens.add(out, target, given, batch_mask(batch, device))
+            self.top.commit()
             self._keep(number, rows, x, i)
             return
+        self.top.discard()
         if not isinstance(per, torch.Tensor | np.ndarray):
             raise TypeError(
                 f"evaluate: loss_fn returned {type(per).__name__}; it must return a tensor "

@@ -8,6 +8,9 @@ sample, its outputs and targets (``Run.log_outputs``), and summed up as
 The forward pass is :func:`nbviz.probes.evaluate.run_evaluation`; under
 ``torch.distributed`` every rank's samples are gathered onto rank 0, which
 records them, while the other ranks only log the metrics of the whole pass.
+
+A language model's pass also keeps each unit's top-activating tokens for the layers the
+run watches on that model and ``units_layer`` (:mod:`nbviz.recording.unit_tokens`).
 """
 
 from __future__ import annotations
@@ -79,6 +82,19 @@ def evaluate_into(
     ignore_index = _padding_index(ignore_index, loss_fn)
     prefix = run._layer_prefix.get(model, "")  # layers named as the model's probe names them
     embed_layer, units_layer = _own_names(model, prefix, embed_layer, units_layer)
+    from nbviz.recording.unit_tokens import (
+        CONTEXT_AFTER,
+        CONTEXT_BEFORE,
+        MAX_TOP_TOKEN_UNITS,
+        TOP_TOKENS,
+    )
+
+    watched = [
+        (name, module)
+        for probe in run._probes
+        if not probe.closed and probe.model is model
+        for name, module in probe.modules
+    ]
     result = run_evaluation(
         model,
         loader,
@@ -88,6 +104,9 @@ def evaluate_into(
         loss_fn,
         top_k=int(top_k),
         ignore_index=int(ignore_index),
+        token_layers=watched,
+        prefix=prefix,
+        unit_tokens=(TOP_TOKENS, CONTEXT_BEFORE, CONTEXT_AFTER, MAX_TOP_TOKEN_UNITS),
     )
     if result.tokens is not None and run._dist is not None:
         raise ValueError(
@@ -175,6 +194,7 @@ def _record(
                 for i, v in zip(ids[len(t.losses) :], result.losses[len(t.losses) :], strict=True)
             ]
             run._writer.insert("predictions", rows)
+        _record_top_tokens(run, step, split, result, ids, tokens)
     elif result.logits is not None:
         loss = result.losses if custom_loss else None  # loss_fn's, else cross-entropy
         run.log_predictions(
@@ -207,6 +227,31 @@ def _record(
             if result.tokens is not None and tokens is not None and data.ndim == 2:
                 data = _decoded(data, tokens)  # token ids read as the text they are
             run.log_samples(data, labels, ids=ids[:n], split=split)
+
+
+def _record_top_tokens(
+    run: Any, step: int, split: str, result: Evaluation, ids: np.ndarray, tokens: Any
+) -> None:
+    """Each unit's top tokens per layer (an evaluation again at ``step`` replaces them),
+    and the texts of their context tokens."""
+    from nbviz.recording.tokens import decoder
+    from nbviz.recording.unit_tokens import CONTEXT_BEFORE, context_ids, unit_token_rows
+
+    run._writer.execute("DELETE FROM unit_tokens WHERE split = ? AND step = ?", (split, step))
+    layers = result.top_tokens or []
+    if not layers:
+        return
+    run._writer.insert("unit_tokens", unit_token_rows(step, split, layers, ids, CONTEXT_BEFORE))
+    decode = decoder(tokens, "evaluate")
+    if decode is None:
+        return
+    run._writer.flush()  # the texts log_token_losses just gave, joined
+    texts = {str(k): v for k, v in run.token_texts().items()}
+    n = len(texts)
+    for i in context_ids(layers).tolist():
+        texts.setdefault(str(i), decode(int(i)))
+    if len(texts) != n:
+        run._writer.set_meta("token_texts", texts)
 
 
 def _decoded(inputs: np.ndarray, tokens: Any) -> list[str]:

@@ -11,7 +11,13 @@ from collections.abc import Callable
 
 from nbviz.store.encoding import pack_counts
 from nbviz.store.summaries import rebuild_all
-from nbviz.store.tables import ATTENTION_DDL, DDL_OF_VERSION, HISTOGRAM_BINS_DDL, OUTPUTS_DDL
+from nbviz.store.tables import (
+    ATTENTION_DDL,
+    DDL_OF_VERSION,
+    HISTOGRAM_BINS_DDL,
+    OUTPUTS_DDL,
+    UNIT_TOKENS_DDL,
+)
 
 __all__ = ["MIGRATIONS"]
 
@@ -76,10 +82,16 @@ def _add_histogram_bins(conn: sqlite3.Connection) -> None:
     conn.execute(HISTOGRAM_BINS_DDL)
 
 
+def _add_unit_tokens(conn: sqlite3.Connection) -> None:
+    """Schema 6 -> 7: the ``unit_tokens`` table (each unit's top-activating tokens)."""
+    conn.execute(UNIT_TOKENS_DDL)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_captures,
     2: _series_ids,
     3: _add_outputs,
     4: _add_attention,
     5: _add_histogram_bins,
+    6: _add_unit_tokens,
 }

@@ -14,7 +14,8 @@ Each table's queries live in a module of their own, on the shared base of
 - :mod:`~nbviz.store.profiles`: ``profiles``;
 - :mod:`~nbviz.store.summary_queries`: bounded reads of long runs (summaries, seeks);
 - :mod:`~nbviz.store.attention`: ``attention``;
-- :mod:`~nbviz.store.tokens`: a language model's per-token losses (in ``outputs``).
+- :mod:`~nbviz.store.tokens`: a language model's per-token losses (in ``outputs``);
+- :mod:`~nbviz.store.unit_tokens`: ``unit_tokens`` (each unit's top-activating tokens).
 
 A Reader can follow a run that another process is writing: every call is a
 fresh read transaction, so it sees the latest commit. Each thread gets its own
@@ -37,6 +38,7 @@ from nbviz.store.scalar_times import ScalarTimeQueries
 from nbviz.store.scalars import ScalarQueries
 from nbviz.store.summary_queries import SeriesSummary, SummaryQueries
 from nbviz.store.tokens import TokenQueries
+from nbviz.store.unit_tokens import UnitTokenQueries
 
 __all__ = ["HistogramRows", "MissingStepError", "Reader", "SeriesSummary"]
 
@@ -54,6 +56,7 @@ class Reader(
     SummaryQueries,
     AttentionQueries,
     TokenQueries,
+    UnitTokenQueries,
 ):
     """Read-only access to one run directory: ``Reader(run_dir, must_exist=True)``.
 

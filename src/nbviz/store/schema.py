@@ -29,6 +29,11 @@ Conventions the tables rely on:
   reproduce them exactly (a TensorBoard log's exponential buckets): ``edges``
   little-endian float64 (n + 1, finite, non-decreasing), ``counts`` little-endian
   float64 (n, finite, >= 0). The views draw the uniform row.
+- ``unit_tokens`` (schema 7) keeps, per layer and evaluation of a language model,
+  each unit's top-activating tokens: ``ids`` little-endian int64 and ``positions``
+  int32 ``(units, k)`` (-1: no such token), ``values`` float32 ``(units, k)`` most
+  active first, ``contexts`` int32 ``(units, k, width)``, the input token ids from
+  ``before`` positions ahead of the token (-1 outside the sample).
 - ``step_runs``, ``scalar_buckets`` and ``stat_buckets`` are summaries the
   writer keeps as it writes (:mod:`nbviz.store.summaries`).
 - ``ids`` blobs (``probabilities``, ``embeddings``, ``outputs``) are little-endian int64.

@@ -18,11 +18,15 @@ Schema 6 adds ``histogram_bins``: a histogram's bins as they were logged where
 they are not the uniform bins of its ``histograms`` row (a TensorBoard log's
 exponential buckets), keyed like ``histograms`` by ``(step, sid)``; the views
 keep drawing the uniform row, ``run.histogram`` returns these.
+
+Schema 7 adds ``unit_tokens``: for a language model's evaluation, the tokens on
+which each unit of a layer was most active (:mod:`nbviz.recording.unit_tokens`),
+one row per ``(split, layer, step)``.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 SIGNALS = ("activation", "gradient", "weight", "update")
 
 # Column order of every table: the order of the tuples handed to Writer.insert.
@@ -108,6 +112,19 @@ TABLES: dict[str, tuple[str, ...]] = {
     ),
     "attention": ("step", "layer", "position", "maps", "dtype", "shape", "stats"),
     "histogram_bins": ("step", "layer", "signal", "edges", "counts"),
+    "unit_tokens": (
+        "split",
+        "step",
+        "layer",
+        "units",
+        "k",
+        "before",
+        "width",
+        "ids",
+        "positions",
+        "values",
+        "contexts",
+    ),
 }
 
 _CAPTURES_DDL = """CREATE TABLE IF NOT EXISTS captures(
@@ -284,7 +301,20 @@ HISTOGRAM_BINS_DDL = """CREATE TABLE IF NOT EXISTS histogram_bins(
         edges BLOB NOT NULL, counts BLOB NOT NULL,
         PRIMARY KEY(step, sid))"""
 
-DDL: tuple[str, ...] = (*_DDL_V3, OUTPUTS_DDL, ATTENTION_DDL, HISTOGRAM_BINS_DDL)
+# Schema 7: the top-activating tokens of each unit of a layer at an evaluation: ``ids``
+# little-endian int64 (units, k) sample ids (-1: none), ``positions`` int32 (units, k)
+# token positions, ``values`` float32 (units, k) activations, most active first,
+# ``contexts`` int32 (units, k, width) the input token ids from ``before`` positions
+# ahead of the token (-1 outside the sample).
+UNIT_TOKENS_DDL = """CREATE TABLE IF NOT EXISTS unit_tokens(
+        split TEXT NOT NULL, step INTEGER NOT NULL, layer TEXT NOT NULL,
+        units INTEGER NOT NULL, k INTEGER NOT NULL, before INTEGER NOT NULL,
+        width INTEGER NOT NULL, ids BLOB NOT NULL, positions BLOB NOT NULL,
+        "values" BLOB NOT NULL, contexts BLOB NOT NULL,
+        PRIMARY KEY(split, layer, step))"""
+
+_DDL_V6: tuple[str, ...] = (*_DDL_V3, OUTPUTS_DDL, ATTENTION_DDL, HISTOGRAM_BINS_DDL)
+DDL: tuple[str, ...] = (*_DDL_V6, UNIT_TOKENS_DDL)
 
 #: The DDL of each schema version this nbviz reads: what a run of that version holds.
 DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
@@ -293,7 +323,8 @@ DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
     3: _DDL_V3,
     4: (*_DDL_V3, OUTPUTS_DDL),
     5: (*_DDL_V3, OUTPUTS_DDL, ATTENTION_DDL),
-    6: DDL,
+    6: _DDL_V6,
+    7: DDL,
 }
 
 #: Older versions that a read-only reader reads as they are, without migrating them
@@ -302,4 +333,7 @@ DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
 #: asks ``ReaderBase._holds`` first). A version missing here is read only once a
 #: writer has migrated it. A new schema that adds a table lists it for every version
 #: here, or takes that version out (tests/test_store_schema.py checks the lists).
-READ_AS_IS: dict[int, tuple[str, ...]] = {5: ("histogram_bins",)}
+READ_AS_IS: dict[int, tuple[str, ...]] = {
+    5: ("histogram_bins", "unit_tokens"),
+    6: ("unit_tokens",),
+}

@@ -56,6 +56,7 @@ _BULKY = frozenset(
         "profiles",
         "captures",
         "attention",
+        "unit_tokens",
         "events",
         "meta",
     }

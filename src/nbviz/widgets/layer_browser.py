@@ -424,5 +424,22 @@ LayerBrowser._css = view_css(
 .nbviz-lb-map.nbviz-active { outline: 2px solid #d55e00; }
 .nbviz-lb-unit-card span { max-width: 80px; overflow: hidden; text-overflow: ellipsis;
   white-space: nowrap; }
+.nbviz-lb-strips { display: flex; flex-direction: column; gap: 2px; max-width: 900px; }
+.nbviz-lb-strip { display: flex; align-items: baseline; gap: 8px; cursor: pointer;
+  padding: 1px 4px; border-radius: 3px; }
+.nbviz-lb-strip:hover { background: var(--jp-layout-color2, #f5f5f5); }
+.nbviz-lb-strip.nbviz-active { outline: 2px solid var(--jp-brand-color1, #1976d2); }
+.nbviz-lb-strip-value { flex: none; width: 5.5em; text-align: right;
+  font-variant-numeric: tabular-nums; }
+.nbviz-lb-strip-tokens { flex: 1 1 auto; min-width: 0; display: grid;
+  grid-template-columns: 45% auto minmax(0, 1fr); column-gap: 4px;
+  font-family: var(--jp-code-font-family, monospace); white-space: pre; }
+.nbviz-lb-strip-before, .nbviz-lb-strip-after { display: flex; gap: 4px; overflow: hidden;
+  min-width: 0; }
+.nbviz-lb-strip-before { justify-content: flex-end; }
+.nbviz-lb-ctx { flex: none; padding: 0 1px; color: var(--jp-ui-font-color2, #616161); }
+.nbviz-lb-ctx-hit { color: #000; font-weight: 700; border-radius: 2px;
+  outline: 1px solid rgba(0, 0, 0, 0.25); }
+.nbviz-lb-strip-where { flex: none; font-size: 0.85em; }
 """
 )

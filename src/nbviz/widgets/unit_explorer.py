@@ -6,6 +6,11 @@ projector), a chosen unit lists the samples that excite it most and least at
 the evaluation in view (the latest at or before the step). A click on one of
 those samples shows its activations of the layer channel by channel (feature
 maps of a convolution) where ``run.capture`` recorded them.
+
+For a language model's layer whose units' top tokens an evaluation recorded
+(:mod:`nbviz.recording.unit_tokens`), a chosen unit lists instead the tokens it was
+most active on, each in its context (:func:`token_strips`); a click on one opens
+its sample as a click on a sample card does.
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ import numpy as np
 import pandas as pd
 
 from nbviz.analysis.metrics import evaluation_at
+from nbviz.recording.unit_tokens import MAX_TOP_TOKEN_UNITS
 from nbviz.widgets.samples import capture_arrays, class_name, sample_payload
 from nbviz.widgets.wire import array_trait_payload
 
-__all__ = ["UNIT_SAMPLES", "UnitExplorer"]
+__all__ = ["UNIT_SAMPLES", "UnitExplorer", "token_strips"]
 
 UNIT_SAMPLES = 8
 """Samples listed per unit, for each end (most and least excited)."""
@@ -57,18 +63,26 @@ class UnitExplorer:
 
     def samples(self, name: str, split: str, step: int, unit: int) -> dict[str, Any]:
         """Per-unit means of layer ``name`` at the evaluation in view; with ``unit`` in
-        range, the samples that excite it most and least (as cards)."""
+        range, the samples that excite it most and least (as cards), or for a language
+        model's layer the tokens it was most active on (as strips)."""
+        token_layers = self._run.top_token_layers(split)
+        if name in token_layers:
+            return token_strips(self._run, name, split, step, unit)
         how = (
             f"record them with run.evaluate(step, model, loader, units_layer={name!r}, "
             f"split={split!r})"
         )
         source = self._source(name, split)
         if source is None:
-            return {
-                "layer": name,
-                "n_units": 0,
-                "notice": f"No per-sample unit values of {name!r} for split {split!r}: {how}.",
-            }
+            notice = f"No per-sample unit values of {name!r} for split {split!r}: {how}."
+            if token_layers:
+                notice = (
+                    f"No top tokens of {name!r} at the {split!r} evaluations: its output is "
+                    "not (samples, tokens, features), the evaluation did not watch it, or it "
+                    f"came past the {MAX_TOP_TOKEN_UNITS:,} units an evaluation keeps; "
+                    f"run.evaluate(..., units_layer={name!r}) records it."
+                )
+            return {"layer": name, "n_units": 0, "notice": notice}
         kind, what = source
         steps = self._run.embedding_steps(split, name, kind=kind)
         at = evaluation_at(steps, step)
@@ -158,3 +172,52 @@ class UnitExplorer:
         out.update(step=int(r["step"]), shape=[int(d) for d in r["shape"]], notice=str(r["note"]))
         out.update(capture_arrays(r))
         return out
+
+
+def token_strips(run: Any, name: str, split: str, step: int, unit: int) -> dict[str, Any]:
+    """Each unit's highest activation of layer ``name`` at the evaluation in view (the
+    latest at or before ``step``); with ``unit`` in range, the tokens it was most active
+    on, each with the input tokens around it as text, the token's place among them and
+    the activation."""
+    steps = run.top_token_steps(name, split)
+    at = evaluation_at(steps, step)
+    notice = ""
+    if at is None:
+        at = int(steps[0])
+        notice = f"the first evaluation (step {at}) comes after this step"
+    got = run.unit_tokens(name, at, split)
+    n_units, k = got.values.shape
+    with np.errstate(invalid="ignore"):
+        peaks = np.where(got.ids[:, 0] >= 0, got.values[:, 0], np.nan) if k else np.zeros(0)
+    has_text = bool(run.token_texts())
+    out: dict[str, Any] = {
+        "layer": name,
+        "kind": "tokens",
+        "what": f"activation of each unit of {name} at each token",
+        "step": at,
+        "n_units": int(n_units),
+        "k": int(k),
+        "means": array_trait_payload(peaks, dtype="<f4"),
+        "unit": -1,
+        "notice": notice,
+    }
+    if not has_text:
+        said = "tokens shown by id: evaluate with tokens= (a vocabulary or tokenizer) for text"
+        out["notice"] = f"{notice}; {said}" if notice else said
+    if 0 <= unit < n_units:
+        rows = run.top_tokens(name, unit=unit, step=at, split=split)
+        out["unit"] = unit
+        out["tokens"] = [
+            {
+                "id": int(r.id),
+                "position": int(r.position),
+                "value": float(r.value),
+                "token": str(r.token),
+                "context": [str(t) for t in r.context],
+                "focus": int(r.focus),
+            }
+            for r in rows.itertuples(index=False)
+        ]
+    elif unit >= n_units:
+        out["notice"] = f"unit {unit} is outside 0..{n_units - 1} for {name!r}"
+    return out
