@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from nbviz.store.columns import floats, frame, int_array, ints, nan
+from nbviz.store.columns import floats, frame, int_array, ints, nan, table_columns
 from nbviz.store.encoding import counts_array
 from nbviz.store.errors import StoredValueError
 from nbviz.store.query import ReaderBase, close_matches
@@ -42,6 +42,8 @@ _SCALAR_BUCKET_COLUMNS = (
     "first_step, last_step, n, n_finite, total, min, min_step, max, max_step, last, "
     "bad_first, bad_last, bad_kind"
 )
+_SCALAR_BUCKET_NAMES = tuple(c.strip() for c in _SCALAR_BUCKET_COLUMNS.split(","))
+_SCALAR_BUCKET_KINDS = "iiiiffififiii"
 
 
 class SeriesSummary(NamedTuple):
@@ -91,6 +93,25 @@ def _check_points(value: Any, what: str = "max_points", least: int = 2) -> int:
     if value < least:
         raise ValueError(f"{what} must be an integer >= {least}, got {value!r}")
     return int(value)
+
+
+def _rows_sql(name: str, lo: int, hi: int, limit: int, edges: bool) -> tuple[str, tuple]:
+    """One query for a scalar's rows in ``lo..hi`` (at most ``limit``); with ``edges``
+    also the row before and the row after the range, in the same statement."""
+    inside = (
+        "SELECT step, value FROM scalars WHERE name = ? AND step BETWEEN ? AND ? "
+        "ORDER BY step LIMIT ?"
+    )
+    if not edges:
+        return inside, (name, lo, hi, limit)
+    sql = (
+        "SELECT * FROM (SELECT step, value FROM scalars WHERE name = ? AND step < ? "
+        "ORDER BY step DESC LIMIT 1) "
+        f"UNION ALL SELECT * FROM ({inside}) "
+        "UNION ALL SELECT * FROM (SELECT step, value FROM scalars WHERE name = ? AND step > ? "
+        "ORDER BY step LIMIT 1)"
+    )
+    return sql, (name, lo, name, lo, hi, limit, name, hi)
 
 
 class SummaryQueries(ReaderBase):
@@ -176,19 +197,17 @@ class SummaryQueries(ReaderBase):
         one after the range (so a zoomed line runs to the window's borders).
         """
         max_points = _check_points(max_points)
-        bounds = self._row(
-            "SELECT min(first_step), max(last_step), sum(n) FROM scalar_buckets "
-            "WHERE name = ? AND level = ?",
-            (name, _TOP),
-        )
-        if bounds is None or bounds[0] is None:
-            if name not in self.scalar_names():
-                raise ValueError(
-                    f"no scalar named {name!r}; {close_matches(name, self.scalar_names())}"
-                )
-            bounds = (0, -1, 0)
-        lo, hi = step_range if step_range is not None else bounds[:2]
-        lo, hi = int(lo), int(hi)
+        if step_range is None:
+            bounds = self._row(
+                "SELECT min(first_step), max(last_step) FROM scalar_buckets "
+                "WHERE name = ? AND level = ?",
+                (name, _TOP),
+            )
+            if bounds is None or bounds[0] is None:
+                self._check_scalar(name)
+                bounds = (0, -1)
+            step_range = bounds
+        lo, hi = int(step_range[0]), int(step_range[1])
         level = _level(lo, hi, max_points)
         width = LEVEL_WIDTHS[level]
         # a scalar has one row per step: a range of at most max_points steps is read as rows
@@ -201,32 +220,30 @@ class SummaryQueries(ReaderBase):
                 (name, level, lo // width, hi // width),
             )
         )
-        estimate = sum(int(r[2]) for r in rows if type(r[2]) is int)
+        buckets = table_columns(rows, _SCALAR_BUCKET_KINDS)
+        estimate = int(buckets[2].sum())  # NULL counts skipped
         if estimate <= max_points:
-            raw = self._q(
-                "SELECT step, value FROM scalars WHERE name = ? AND step BETWEEN ? AND ? "
-                "ORDER BY step LIMIT ?",
-                (name, lo, hi, max_points + 1),
+            raw = self._q(*_rows_sql(name, lo, hi, max_points + 1, edges))
+            # the rows in the range; with edges, also the one before and the one after
+            steps, values = (np.asarray(c) for c in table_columns(raw, "if"))
+            if len(steps) > 1 and not (np.diff(steps) > 0).all():
+                order = np.argsort(steps, kind="stable")
+                steps, values = steps[order], values[order]
+            total = int(np.count_nonzero((steps >= lo) & (steps <= hi)))
+            if total <= max_points:
+                if not len(raw):
+                    self._check_scalar(name)
+                table = pd.DataFrame({"step": steps, "value": values}, copy=False)
+                return SeriesSummary(0, total, lo, hi, table)
+        table = pd.DataFrame(dict(zip(_SCALAR_BUCKET_NAMES, buckets)), copy=False)
+        return SeriesSummary(width, estimate, lo, hi, table)
+
+    def _check_scalar(self, name: str) -> None:
+        """ValueError naming close matches when no scalar is called ``name``."""
+        if name not in self.scalar_names():
+            raise ValueError(
+                f"no scalar named {name!r}; {close_matches(name, self.scalar_names())}"
             )
-            if len(raw) <= max_points:
-                total = len(raw)
-                if edges:
-                    before = self._q(
-                        "SELECT step, value FROM scalars WHERE name = ? AND step < ? "
-                        "ORDER BY step DESC LIMIT 1",
-                        (name, lo),
-                    )
-                    after = self._q(
-                        "SELECT step, value FROM scalars WHERE name = ? AND step > ? "
-                        "ORDER BY step LIMIT 1",
-                        (name, hi),
-                    )
-                    raw = before + raw + after
-                return SeriesSummary(0, total, lo, hi, frame(raw, ("step", "value"), "if"))
-        buckets = frame(
-            rows, [c.strip() for c in _SCALAR_BUCKET_COLUMNS.split(",")], "iiiiffififiii"
-        )
-        return SeriesSummary(width, estimate, lo, hi, buckets)
 
     def scalar_outline(self, name: str, max_points: int = 2048, ends: int = 512) -> pd.DataFrame:
         """One scalar in at most about ``max_points + 2 * ends`` rows, for an analysis of its shape.
