@@ -13,12 +13,14 @@ per-unit zero fractions every ``--hist-every`` steps.
 
     python benchmarks/widget_payload.py                   # 1k and 100k steps
     python benchmarks/widget_payload.py --steps 1000 --keep /tmp/bench-runs
-    python benchmarks/widget_payload.py --steps 1000 1000000 --every 10 --keep /tmp/b1m
+    python benchmarks/widget_payload.py --steps 1000 100000 1000000 --layers 5 --keep /tmp/b1m
 
-The last line is the 1M-step run: the rows are generated here and written
-through ``nbviz.store.Writer`` exactly as a probe's are (no training), with
-layer statistics every 10 steps (10M rows) so that it is written in minutes;
-``--keep`` keeps the runs, so a second invocation measures without writing.
+The last line compares 1k, 100k and 1M steps with 5 layers, statistics every
+step at every size (11M layer_stats rows at 1M; 50 layers would be ~20 GB and
+hours to write): the rows are generated here and written through
+``nbviz.store.Writer`` exactly as a probe's are (no training), in about two
+minutes; ``--keep`` keeps the runs, so a second invocation measures without
+writing. Compare sizes only within one layer count.
 The growth table divides each measurement by the first run's, all measured in
 one invocation (a loaded machine slows every row alike).
 """
