@@ -129,3 +129,19 @@ def test_the_payload_bound_holds_for_any_step_pattern() -> None:
         assert len(runs) <= 64
         kept = expand_runs(runs)
         assert kept[-1] == steps[-1] and np.isin(kept, steps).all()
+
+
+def test_the_union_of_recorded_steps_around_a_run_logged_every_step() -> None:
+    from nbviz.widgets.run_index import _union
+
+    rng = np.random.default_rng(13)
+    for _ in range(100):
+        first = int(rng.integers(0, 50))
+        base = np.arange(first, first + int(rng.integers(1, 200)), dtype=np.int64)
+        others = [np.unique(rng.integers(0, 300, rng.integers(0, 40))) for _ in range(3)]
+        parts = [base, *others] if rng.random() < 0.5 else [*others, base]
+        want = np.unique(np.concatenate(parts))
+        np.testing.assert_array_equal(_union(parts), want)
+    # a longest part with gaps: the sort of every part
+    parts = [np.array([0, 2, 4, 6]), np.array([1, 2]), np.array([9])]
+    np.testing.assert_array_equal(_union(parts), [0, 1, 2, 4, 6, 9])
