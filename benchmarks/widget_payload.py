@@ -214,6 +214,7 @@ def measure(path: Path, n_steps: int, repeats: int) -> list[dict[str, Any]]:
     names = run.scalar_names()
     points = dash.views["loss_curves"].max_points // 2
     zoom_ms = median_ms(lambda: zoom(run, names, points, lo, hi))
+    zoom_points = zoom(run, names, points, lo, hi)
     dash.close()
     run.close()
     # the HealthReport's diagnosis, apart from the views' reads
@@ -229,6 +230,7 @@ def measure(path: Path, n_steps: int, repeats: int) -> list[dict[str, Any]]:
         "step_ms": step_ms,
         "select_ms": select_ms,
         "zoom_ms": zoom_ms,
+        "zoom_points": zoom_points,
     }
     return [{**r, **times} for r in rows] + [{"view": "Layers+detail", "json": js, "binary": buf}]
 
@@ -291,7 +293,8 @@ def main() -> None:
             summary.append(
                 [f"{n_steps:,}", f"{write_s:.1f}", f"{rows[0]['build_s']:.2f}"]
                 + [f"{total / 1e6:.2f}", f"{rows[0]['step_ms']:.1f}"]
-                + [f"{rows[0]['select_ms']:.1f}", f"{rows[0]['zoom_ms']:.1f}"]
+                + [f"{rows[0]['select_ms']:.1f}", f"{rows[0]['zoom_ms']:.2f}"]
+                + [f"{rows[0]['zoom_points']:,}"]
                 + [f"{rows[0]['diagnose_s']:.2f}", f"{rows[0]['views_s']:.2f}"]
             )
             first = first or rows[0]
@@ -309,6 +312,7 @@ def main() -> None:
         print()
         print_table(
             ["steps", "write s", "build s", "total MB", "step ms", "select ms", "zoom ms"]
+            + ["zoom points"]
             + ["diagnose s", "views s"],
             summary,
         )
@@ -323,7 +327,8 @@ def main() -> None:
             "build s: nbviz.Dashboard(run) in Python; step ms: one scrubber step change "
             "(every view updates); select ms: choosing a layer in the LayerBrowser; zoom ms: "
             "every scalar's rows (or finest buckets) over 1% of the run (its middle), read and "
-            "encoded as LossCurves.window does, median of 7; diagnose s: run.diagnose() "
+            "encoded as LossCurves.window does, median of 7 (zoom points: the points it sends); "
+            "diagnose s: run.diagnose() "
             "alone (the HealthReport's analysis: loss outlines and a bounded number of captures); "
             "views s: build s "
             "less diagnose s."

@@ -17,7 +17,7 @@ import pytest
 from nbviz.store import Reader, Writer
 from nbviz.store.columns import frame
 from nbviz.store.errors import StoredValueError
-from nbviz.widgets.scalar_points import window_points
+from nbviz.widgets.scalar_points import summary_points, window_points
 
 SHORT, LONG = 2_000, 32_000
 
@@ -146,3 +146,38 @@ def test_a_value_one_pass_cannot_read_exactly_is_read_column_by_column(bad: obje
         return
     with pytest.raises(StoredValueError):
         frame(rows, ("step", "value"), "if")
+
+
+@pytest.mark.parametrize(
+    "window",
+    [(1200, 1299), (0, 10), (1000, 1900), (900, 12_000), (0, LONG - 1), (LONG - 5, LONG + 50)],
+)
+@pytest.mark.parametrize("name", ["loss", "val_loss"])
+def test_scalar_points_are_the_points_of_scalar_summary(
+    readers: dict[int, Reader], window: tuple[int, int], name: str
+) -> None:
+    r = readers[LONG]
+    for points in (50, 2000):
+        got = r.scalar_points(name, points, window, edges=True)
+        summary = r.scalar_summary(name, points, window, edges=True)
+        steps, values, _breaks = summary_points(summary)
+        assert (got.total, got.width) == (summary.total, summary.width)
+        np.testing.assert_array_equal(got.steps, steps)
+        np.testing.assert_array_equal(got.values, values)  # NaN where the series broke
+    whole = r.scalar_points(name, 100)
+    assert whole.width > 0 and whole.total == len(r.scalars(name))
+
+
+def test_a_bucketed_window_keeps_the_break_of_a_non_finite_step(
+    readers: dict[int, Reader],
+) -> None:
+    got = readers[LONG].scalar_points("loss", 50, (1000, 2000))
+    assert got.width == 256 and 1234 in got.steps.tolist()
+    assert np.isnan(got.values[got.steps.tolist().index(1234)])
+
+
+def test_a_zoom_is_a_few_statements_whatever_the_window(readers: dict[int, Reader]) -> None:
+    r = readers[LONG]
+    for window in [(1200, 1299), (0, LONG - 1)]:
+        seen = _statements(r, lambda w=window: window_points(r, "loss", 2000, *w))
+        assert len(seen) <= 2, seen

@@ -29,7 +29,7 @@ from nbviz.store.errors import StoredValueError
 from nbviz.store.query import ReaderBase, close_matches
 from nbviz.store.tables import LEVEL_WIDTHS, SIGNALS
 
-__all__ = ["SeriesSummary", "SummaryQueries", "STAT_FIELDS"]
+__all__ = ["ScalarPoints", "SeriesSummary", "SummaryQueries", "STAT_FIELDS"]
 
 #: The statistics a summary of a layer series holds (min of ``min``, max of ``max``
 #: and of ``norm``, the sum of ``nonfinite``, the mean of the others).
@@ -76,6 +76,36 @@ def _stat_bucket_frame(rows: list[tuple]) -> pd.DataFrame:
     mt, mn, st, sn, lo, hi, norm, zt, zn, rt, rn, nf = num
     values = (mean(mt, mn), mean(st, sn), lo, hi, norm, mean(zt, zn), mean(rt, rn), nf)
     return pd.DataFrame({"step": step, "n": n, **dict(zip(STAT_FIELDS, values))})
+
+
+class ScalarPoints(NamedTuple):
+    """The points a chart draws of one scalar over a step range (see ``scalar_points``).
+
+    ``total``: the rows of the series in the range (whole buckets when ``width``
+    > 0); ``width``: 0 when ``steps``/``values`` are the rows as logged, else the
+    steps per bucket; ``steps`` int64, sorted; ``values`` float64, NaN where the
+    series held a non-finite value.
+    """
+
+    total: int
+    width: int
+    steps: np.ndarray
+    values: np.ndarray
+
+
+# each bucket's minimum and maximum at the steps they were reached, and a NULL (a
+# break in the line) at its first non-finite step: what summary_points makes of
+# scalar_summary's buckets, read as two columns sorted by SQLite
+_BUCKET_POINTS = (
+    "SELECT step, value FROM ("
+    "SELECT min_step AS step, min AS value FROM scalar_buckets WHERE name = ?1 AND level = ?2 "
+    "AND bucket BETWEEN ?3 AND ?4 AND min IS NOT NULL "
+    "UNION ALL SELECT max_step, max FROM scalar_buckets WHERE name = ?1 AND level = ?2 "
+    "AND bucket BETWEEN ?3 AND ?4 AND max IS NOT NULL AND max_step IS NOT min_step "
+    "UNION ALL SELECT bad_first, NULL FROM scalar_buckets WHERE name = ?1 AND level = ?2 "
+    "AND bucket BETWEEN ?3 AND ?4 AND bad_first IS NOT NULL"
+    ") ORDER BY step"
+)
 
 
 def _level(lo: int, hi: int, max_points: int) -> int:
@@ -198,15 +228,7 @@ class SummaryQueries(ReaderBase):
         """
         max_points = _check_points(max_points)
         if step_range is None:
-            bounds = self._row(
-                "SELECT min(first_step), max(last_step) FROM scalar_buckets "
-                "WHERE name = ? AND level = ?",
-                (name, _TOP),
-            )
-            if bounds is None or bounds[0] is None:
-                self._check_scalar(name)
-                bounds = (0, -1)
-            step_range = bounds
+            step_range = self._scalar_bounds(name)
         lo, hi = int(step_range[0]), int(step_range[1])
         level = _level(lo, hi, max_points)
         width = LEVEL_WIDTHS[level]
@@ -223,20 +245,86 @@ class SummaryQueries(ReaderBase):
         buckets = table_columns(rows, _SCALAR_BUCKET_KINDS)
         estimate = int(buckets[2].sum())  # NULL counts skipped
         if estimate <= max_points:
-            raw = self._q(*_rows_sql(name, lo, hi, max_points + 1, edges))
-            # the rows in the range; with edges, also the one before and the one after
-            steps, values = (np.asarray(c) for c in table_columns(raw, "if"))
-            if len(steps) > 1 and not (np.diff(steps) > 0).all():
-                order = np.argsort(steps, kind="stable")
-                steps, values = steps[order], values[order]
-            total = int(np.count_nonzero((steps >= lo) & (steps <= hi)))
-            if total <= max_points:
-                if not len(raw):
-                    self._check_scalar(name)
+            found = self._window_rows(name, lo, hi, max_points, edges)
+            if found is not None:
+                total, steps, values = found
                 table = pd.DataFrame({"step": steps, "value": values}, copy=False)
                 return SeriesSummary(0, total, lo, hi, table)
         table = pd.DataFrame(dict(zip(_SCALAR_BUCKET_NAMES, buckets)), copy=False)
         return SeriesSummary(width, estimate, lo, hi, table)
+
+    def scalar_points(
+        self,
+        name: str,
+        max_points: int = 2000,
+        step_range: tuple[int, int] | None = None,
+        *,
+        edges: bool = False,
+    ) -> ScalarPoints:
+        """The points a chart draws of one scalar over ``step_range`` (default: all of it).
+
+        Every row when at most ``max_points`` fall in the range (``edges``: also
+        the one before and the one after it), else each bucket's minimum and
+        maximum at the steps they were reached, of the finest summary level with
+        at most ``max_points`` buckets, and a NaN at its first non-finite step.
+        The points ``scalar_summary`` holds, as ``summary_points`` draws them,
+        read as two columns straight into numpy: what a zoom reads, at a cost of
+        a few statements and the rows themselves.
+        """
+        max_points = _check_points(max_points)
+        if step_range is None:
+            step_range = self._scalar_bounds(name)
+        lo, hi = int(step_range[0]), int(step_range[1])
+        level = _level(lo, hi, max_points)
+        width = LEVEL_WIDTHS[level]
+        buckets = (name, level, lo // width, hi // width)
+        total = None
+        if hi - lo >= max_points:
+            total = int(
+                self._one(
+                    "SELECT coalesce(sum(n), 0) FROM scalar_buckets WHERE name = ? "
+                    "AND level = ? AND bucket BETWEEN ? AND ?",
+                    buckets,
+                )
+            )
+        if total is None or total <= max_points:
+            found = self._window_rows(name, lo, hi, max_points, edges)
+            if found is not None:
+                return ScalarPoints(found[0], 0, found[1], found[2])
+        steps, values = table_columns(self._q(_BUCKET_POINTS, buckets), "if")
+        return ScalarPoints(
+            int(total or 0), width, np.asarray(steps, np.int64), np.asarray(values, np.float64)
+        )
+
+    def _window_rows(
+        self, name: str, lo: int, hi: int, max_points: int, edges: bool
+    ) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """``(rows in lo..hi, steps, values)`` of a scalar, with the rows before and after the
+        range when ``edges``, in one statement; None when more than ``max_points`` fall in it."""
+        raw = self._q(*_rows_sql(name, lo, hi, max_points + 1, edges))
+        steps, values = (np.asarray(c) for c in table_columns(raw, "if"))
+        steps, values = steps.astype(np.int64, copy=False), values.astype(np.float64, copy=False)
+        if len(steps) > 1 and not (np.diff(steps) > 0).all():
+            order = np.argsort(steps, kind="stable")
+            steps, values = steps[order], values[order]
+        inside = int(np.count_nonzero((steps >= lo) & (steps <= hi)))
+        if inside > max_points:
+            return None
+        if not len(raw):
+            self._check_scalar(name)
+        return inside, steps, values
+
+    def _scalar_bounds(self, name: str) -> tuple[int, int]:
+        """A scalar's first and last step ((0, -1) when it has no rows)."""
+        bounds = self._row(
+            "SELECT min(first_step), max(last_step) FROM scalar_buckets "
+            "WHERE name = ? AND level = ?",
+            (name, _TOP),
+        )
+        if bounds is None or bounds[0] is None:
+            self._check_scalar(name)
+            return 0, -1
+        return int(bounds[0]), int(bounds[1])
 
     def _check_scalar(self, name: str) -> None:
         """ValueError naming close matches when no scalar is called ``name``."""

@@ -76,14 +76,13 @@ def window_points(
     values)``, every row when at most ``max_points`` fall in it (with the one before
     and the one after, so the line runs to the window's borders), else the extremes of
     the finest buckets that fit."""
-    summary = run.scalar_summary(
+    points = run.scalar_points(
         name,
         max_points,
         step_range=(max(int(np.floor(lo)), 0), max(int(np.ceil(hi)), 0)),
         edges=True,
     )
-    steps, values, _breaks = summary_points(summary)
-    return summary.total, steps, values
+    return points.total, points.steps, points.values
 
 
 def minmax_downsample(
