@@ -7,6 +7,8 @@ writer keeps (:mod:`nbviz.store.summaries`) and from index seeks:
 - :meth:`~SummaryQueries.scalar_summary` / :meth:`~SummaryQueries.stats_summary`:
   one series over a step range, as its rows when at most ``max_points`` fall in
   it, else as min/max/mean buckets of the finest resolution that fits;
+- :meth:`~SummaryQueries.scalar_points`: the points a chart draws of one scalar
+  over a step range (a zoom's read), as numpy arrays without a frame;
 - :meth:`~SummaryQueries.scalar_outline`: one scalar for an analysis of its shape,
   its first and last rows as logged and bucket means and peaks between them;
 - :meth:`~SummaryQueries.first_nonfinite`: a scalar's first NaN/Inf, by one seek;
