@@ -81,13 +81,9 @@ def _stat_bucket_frame(rows: list[tuple]) -> pd.DataFrame:
 
 
 class ScalarPoints(NamedTuple):
-    """The points a chart draws of one scalar over a step range (see ``scalar_points``).
-
-    ``total``: the rows of the series in the range (whole buckets when ``width``
-    > 0); ``width``: 0 when ``steps``/``values`` are the rows as logged, else the
-    steps per bucket; ``steps`` int64, sorted; ``values`` float64, NaN where the
-    series held a non-finite value.
-    """
+    """One scalar's points over a step range (``scalar_points``): ``total`` rows in the range
+    (whole buckets when ``width`` > 0, the steps per bucket; 0: rows as logged), ``steps``
+    int64, sorted, and ``values`` float64, NaN where the series held a non-finite value."""
 
     total: int
     width: int
