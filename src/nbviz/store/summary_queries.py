@@ -30,6 +30,7 @@ from nbviz.store.encoding import counts_array
 from nbviz.store.errors import StoredValueError
 from nbviz.store.query import ReaderBase, close_matches
 from nbviz.store.tables import LEVEL_WIDTHS, SIGNALS
+from nbviz.store.window_sql import BUCKET_POINTS, rows_sql
 
 __all__ = ["ScalarPoints", "SeriesSummary", "SummaryQueries", "STAT_FIELDS"]
 
@@ -91,21 +92,6 @@ class ScalarPoints(NamedTuple):
     values: np.ndarray
 
 
-# each bucket's minimum and maximum at the steps they were reached, and a NULL (a
-# break in the line) at its first non-finite step: what summary_points makes of
-# scalar_summary's buckets, read as two columns sorted by SQLite
-_BUCKET_POINTS = (
-    "SELECT step, value FROM ("
-    "SELECT min_step AS step, min AS value FROM scalar_buckets WHERE name = ?1 AND level = ?2 "
-    "AND bucket BETWEEN ?3 AND ?4 AND min IS NOT NULL "
-    "UNION ALL SELECT max_step, max FROM scalar_buckets WHERE name = ?1 AND level = ?2 "
-    "AND bucket BETWEEN ?3 AND ?4 AND max IS NOT NULL AND max_step IS NOT min_step "
-    "UNION ALL SELECT bad_first, NULL FROM scalar_buckets WHERE name = ?1 AND level = ?2 "
-    "AND bucket BETWEEN ?3 AND ?4 AND bad_first IS NOT NULL"
-    ") ORDER BY step"
-)
-
-
 def _level(lo: int, hi: int, max_points: int) -> int:
     """The finest level whose buckets over ``lo..hi`` number at most ``max_points``."""
     for level, width in enumerate(LEVEL_WIDTHS):
@@ -121,25 +107,6 @@ def _check_points(value: Any, what: str = "max_points", least: int = 2) -> int:
     if value < least:
         raise ValueError(f"{what} must be an integer >= {least}, got {value!r}")
     return int(value)
-
-
-def _rows_sql(name: str, lo: int, hi: int, limit: int, edges: bool) -> tuple[str, tuple]:
-    """One query for a scalar's rows in ``lo..hi`` (at most ``limit``); with ``edges``
-    also the row before and the row after the range, in the same statement."""
-    inside = (
-        "SELECT step, value FROM scalars WHERE name = ? AND step BETWEEN ? AND ? "
-        "ORDER BY step LIMIT ?"
-    )
-    if not edges:
-        return inside, (name, lo, hi, limit)
-    sql = (
-        "SELECT * FROM (SELECT step, value FROM scalars WHERE name = ? AND step < ? "
-        "ORDER BY step DESC LIMIT 1) "
-        f"UNION ALL SELECT * FROM ({inside}) "
-        "UNION ALL SELECT * FROM (SELECT step, value FROM scalars WHERE name = ? AND step > ? "
-        "ORDER BY step LIMIT 1)"
-    )
-    return sql, (name, lo, name, lo, hi, limit, name, hi)
 
 
 class SummaryQueries(ReaderBase):
@@ -168,6 +135,14 @@ class SummaryQueries(ReaderBase):
         starts, strides, counts = (int_array(col) for col in zip(*rows))
         if (counts < 1).any() or (counts > 1 << 40).any():
             raise StoredValueError(f"a run of steps of {source!r} counts {counts.min()}")
+        if len(rows) <= 64 and (strides > 0).all():  # a few runs: an arange each
+            steps = np.concatenate(
+                [
+                    np.arange(a, a + b * c, b, dtype=np.int64)
+                    for a, b, c in zip(starts, strides, counts)
+                ]
+            )
+            return steps if len(rows) == 1 or (np.diff(steps) > 0).all() else np.unique(steps)
         offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(
             np.cumsum(counts) - counts, counts
         )
@@ -289,7 +264,7 @@ class SummaryQueries(ReaderBase):
             found = self._window_rows(name, lo, hi, max_points, edges)
             if found is not None:
                 return ScalarPoints(found[0], 0, found[1], found[2])
-        steps, values = table_columns(self._q(_BUCKET_POINTS, buckets), "if")
+        steps, values = table_columns(self._q(BUCKET_POINTS, buckets), "if")
         return ScalarPoints(
             int(total or 0), width, np.asarray(steps, np.int64), np.asarray(values, np.float64)
         )
@@ -299,7 +274,7 @@ class SummaryQueries(ReaderBase):
     ) -> tuple[int, np.ndarray, np.ndarray] | None:
         """``(rows in lo..hi, steps, values)`` of a scalar, with the rows before and after the
         range when ``edges``, in one statement; None when more than ``max_points`` fall in it."""
-        raw = self._q(*_rows_sql(name, lo, hi, max_points + 1, edges))
+        raw = self._q(*rows_sql(name, lo, hi, max_points + 1, edges))
         steps, values = (np.asarray(c) for c in table_columns(raw, "if"))
         steps, values = steps.astype(np.int64, copy=False), values.astype(np.float64, copy=False)
         if len(steps) > 1 and not (np.diff(steps) > 0).all():
