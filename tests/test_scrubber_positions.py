@@ -145,3 +145,11 @@ def test_the_union_of_recorded_steps_around_a_run_logged_every_step() -> None:
     # a longest part with gaps: the sort of every part
     parts = [np.array([0, 2, 4, 6]), np.array([1, 2]), np.array([9])]
     np.testing.assert_array_equal(_union(parts), [0, 1, 2, 4, 6, 9])
+
+
+@pytest.mark.parametrize("steps", [np.arange(5, 1_000_005), np.arange(0, 10_000_000, 10)])
+def test_a_run_logged_every_k_steps_is_one_run(steps: np.ndarray) -> None:
+    payload = runs_payload(steps)
+    runs = array_from_payload(payload["runs"]).reshape(-1, 3)
+    assert runs.tolist() == [[int(steps[0]), len(steps), int(steps[1] - steps[0])]]
+    assert (payload["total"], payload["every"]) == (len(steps), 1)

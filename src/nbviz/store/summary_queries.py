@@ -135,6 +135,8 @@ class SummaryQueries(ReaderBase):
         starts, strides, counts = (int_array(col) for col in zip(*rows))
         if (counts < 1).any() or (counts > 1 << 40).any():
             raise StoredValueError(f"a run of steps of {source!r} counts {counts.min()}")
+        if len(rows) == 1 and strides[0] > 0:
+            return np.arange(starts[0], starts[0] + strides[0] * counts[0], strides[0])
         if len(rows) <= 64 and (strides > 0).all():  # a few runs: an arange each
             steps = np.concatenate(
                 [
@@ -142,7 +144,7 @@ class SummaryQueries(ReaderBase):
                     for a, b, c in zip(starts, strides, counts)
                 ]
             )
-            return steps if len(rows) == 1 or (np.diff(steps) > 0).all() else np.unique(steps)
+            return steps if (np.diff(steps) > 0).all() else np.unique(steps)
         offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(
             np.cumsum(counts) - counts, counts
         )

@@ -65,6 +65,9 @@ def runs_payload(steps: np.ndarray, max_runs: int = MAX_RUNS) -> dict[str, Any]:
     "every": 1, or k when every k-th step is sent}`` with at most ``max_runs`` runs."""
     steps = np.asarray(steps, dtype=np.int64)
     n = len(steps)
+    if n > 1 and int(steps[-1]) - int(steps[0]) == n - 1:  # distinct: every step between
+        runs = np.array([[steps[0], n, 1]], dtype=np.int64)
+        return {"runs": steps_payload(runs.reshape(-1)), "total": n, "every": 1}
     gaps = np.diff(steps)
     # each run but the last ends at a turn (where the gap changes): few turns, few runs
     turns = int(np.count_nonzero(gaps[1:] != gaps[:-1])) if n > 2 else 0
