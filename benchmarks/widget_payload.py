@@ -13,12 +13,14 @@ per-unit zero fractions every ``--hist-every`` steps.
 
     python benchmarks/widget_payload.py                   # 1k and 100k steps
     python benchmarks/widget_payload.py --steps 1000 --keep /tmp/bench-runs
-    python benchmarks/widget_payload.py --steps 1000 1000000 --every 10 --keep /tmp/b1m
+    python benchmarks/widget_payload.py --steps 1000 100000 1000000 --layers 5 --keep /tmp/b1m
 
-The last line is the 1M-step run: the rows are generated here and written
-through ``nbviz.store.Writer`` exactly as a probe's are (no training), with
-layer statistics every 10 steps (10M rows) so that it is written in minutes;
-``--keep`` keeps the runs, so a second invocation measures without writing.
+The last line compares 1k, 100k and 1M steps with 5 layers, statistics every
+step at every size (11M layer_stats rows at 1M; 50 layers would be ~20 GB and
+hours to write): the rows are generated here and written through
+``nbviz.store.Writer`` exactly as a probe's are (no training), in about two
+minutes; ``--keep`` keeps the runs, so a second invocation measures without
+writing. Compare sizes only within one layer count.
 The growth table divides each measurement by the first run's, all measured in
 one invocation (a loaded machine slows every row alike).
 """
@@ -33,9 +35,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness import print_table, scratch
+from harness import CLOCKS, print_table, scratch
 
 from nbviz.store import Writer
+
+#: What the measurements are timed by (``--clock``): wall time, or this process's CPU time
+#: (on a machine that other work keeps busy, wall-clock ratios mostly measure that work).
+_CLOCK = [time.perf_counter]
+
+
+def now() -> float:
+    return _CLOCK[0]()
+
 
 N_BINS = 64
 N_UNITS = 64
@@ -142,6 +153,31 @@ def views_of(dashboard: Any) -> dict[str, Any]:
     return {"scrubber": dashboard.scrubber, **dashboard.views}
 
 
+def zoom(run: Any, names: list[str], max_points: int, lo: int, hi: int) -> int:
+    """The read and the payload of a zoom into ``lo..hi`` for each scalar; points sent."""
+    from nbviz.widgets.scalar_points import window_points
+    from nbviz.widgets.wire import floats_payload, steps_payload
+
+    sent = 0
+    for name in names:
+        _total, steps, values = window_points(run, name, max_points, lo, hi)
+        steps_payload(steps)
+        floats_payload(values)
+        sent += len(steps)
+    return sent
+
+
+def median_ms(fn: Any, times: int = 7) -> float:
+    """Median time of ``fn()`` in ms (by ``--clock``), after one untimed call."""
+    fn()
+    spent = []
+    for _ in range(times):
+        t0 = now()
+        fn()
+        spent.append(now() - t0)
+    return float(np.median(spent)) * 1000
+
+
 def measure(path: Path, n_steps: int, repeats: int) -> list[dict[str, Any]]:
     import nbviz
 
@@ -149,43 +185,43 @@ def measure(path: Path, n_steps: int, repeats: int) -> list[dict[str, Any]]:
     nbviz.Dashboard(warm, live=False).close()
     warm.close()
     run = nbviz.open_run(path)
-    t0 = time.perf_counter()
+    t0 = now()
     dash = nbviz.Dashboard(run, live=False)
-    build_s = time.perf_counter() - t0
+    build_s = now() - t0
     rows = []
     for name, view in views_of(dash).items():
         js, buf = state_bytes(view)
         rows.append({"view": name, "json": js, "binary": buf})
     # scrubbing: every view follows the step; time the Python side of one change
     targets = np.linspace(0, n_steps - 1, repeats + 2).astype(int)[1:-1]
-    t0 = time.perf_counter()
+    t0 = now()
     for s in targets:
         # what the browser's jslink does: every linked view gets the scrubber's step
         for view in views_of(dash).values():
             if "step" in view.trait_names():
                 view.step = int(s)
-    step_ms = (time.perf_counter() - t0) * 1000 / max(len(targets), 1)
-    t0 = time.perf_counter()
+    step_ms = (now() - t0) * 1000 / max(len(targets), 1)
+    t0 = now()
     lb = dash.views["layers"]
     lb.selected_layer = lb.layers[len(lb.layers) // 2]["name"]
-    select_ms = (time.perf_counter() - t0) * 1000
+    select_ms = (now() - t0) * 1000
     js, buf = state_bytes(lb)
-    # zooming into 1% of the run, in its middle: every scalar's rows in the window, the
-    # read LossCurves.window makes (a short run's chart holds every point and asks nothing)
+    # zooming into 1% of the run, in its middle: what LossCurves.window reads and encodes
+    # for a series, done for every scalar at every size (a short run's chart holds every
+    # point and asks for nothing, so the view's own window would time nothing there)
     lo = n_steps // 2
     hi = lo + max(n_steps // 100, 1)
-    t0 = time.perf_counter()
-    for name in run.scalar_names():
-        run.scalar_summary(name, 2000, (lo, hi), edges=True)
-    dash.views["loss_curves"].window(lo, hi)
-    zoom_ms = (time.perf_counter() - t0) * 1000
+    names = run.scalar_names()
+    points = dash.views["loss_curves"].max_points // 2
+    zoom_ms = median_ms(lambda: zoom(run, names, points, lo, hi))
+    zoom_points = zoom(run, names, points, lo, hi)
     dash.close()
     run.close()
     # the HealthReport's diagnosis, apart from the views' reads
     fresh = nbviz.open_run(path)
-    t0 = time.perf_counter()
+    t0 = now()
     fresh.diagnose()
-    diagnose_s = time.perf_counter() - t0
+    diagnose_s = now() - t0
     fresh.close()
     times = {
         "build_s": build_s,
@@ -194,6 +230,7 @@ def measure(path: Path, n_steps: int, repeats: int) -> list[dict[str, Any]]:
         "step_ms": step_ms,
         "select_ms": select_ms,
         "zoom_ms": zoom_ms,
+        "zoom_points": zoom_points,
     }
     return [{**r, **times} for r in rows] + [{"view": "Layers+detail", "json": js, "binary": buf}]
 
@@ -207,12 +244,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10, help="step changes timed")
     parser.add_argument("--keep", type=Path, default=None, help="build runs here and keep them")
     parser.add_argument("--rounds", type=int, default=3, help="measurements per size (median)")
+    parser.add_argument(
+        "--clock", choices=sorted(CLOCKS), default="wall", help="time by wall or CPU time"
+    )
     args = parser.parse_args()
+    _CLOCK[0] = CLOCKS[args.clock]
 
     with scratch("nbviz-widget-bench-", keep=args.keep) as root:
         print(
             f"{args.layers} layers; stats every {args.every} step(s), histograms and unit "
-            f"stats every {args.hist_every}"
+            f"stats every {args.hist_every}; timed by {args.clock} clock"
         )
         per_view = []
         summary = []
@@ -252,7 +293,8 @@ def main() -> None:
             summary.append(
                 [f"{n_steps:,}", f"{write_s:.1f}", f"{rows[0]['build_s']:.2f}"]
                 + [f"{total / 1e6:.2f}", f"{rows[0]['step_ms']:.1f}"]
-                + [f"{rows[0]['select_ms']:.1f}", f"{rows[0]['zoom_ms']:.1f}"]
+                + [f"{rows[0]['select_ms']:.1f}", f"{rows[0]['zoom_ms']:.2f}"]
+                + [f"{rows[0]['zoom_points']:,}"]
                 + [f"{rows[0]['diagnose_s']:.2f}", f"{rows[0]['views_s']:.2f}"]
             )
             first = first or rows[0]
@@ -270,6 +312,7 @@ def main() -> None:
         print()
         print_table(
             ["steps", "write s", "build s", "total MB", "step ms", "select ms", "zoom ms"]
+            + ["zoom points"]
             + ["diagnose s", "views s"],
             summary,
         )
@@ -283,8 +326,9 @@ def main() -> None:
         print(
             "build s: nbviz.Dashboard(run) in Python; step ms: one scrubber step change "
             "(every view updates); select ms: choosing a layer in the LayerBrowser; zoom ms: "
-            "every scalar's rows over 1% of the run (its middle), as LossCurves.window reads "
-            "them; diagnose s: run.diagnose() "
+            "every scalar's rows (or finest buckets) over 1% of the run (its middle), read and "
+            "encoded as LossCurves.window does, median of 7 (zoom points: the points it sends); "
+            "diagnose s: run.diagnose() "
             "alone (the HealthReport's analysis: loss outlines and a bounded number of captures); "
             "views s: build s "
             "less diagnose s."

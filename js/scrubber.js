@@ -5,7 +5,7 @@ import { formatNumber, formatStep } from "./lib/format.js";
 import { listen, save } from "./lib/model.js";
 import { throttle } from "./lib/schedule.js";
 import { guard, present, viewState } from "./lib/state.js";
-import { snapIndex } from "./lib/steps.js";
+import { stepRuns } from "./lib/steps.js";
 import { decodeArray } from "./lib/wire.js";
 
 /** @param {{model: import("./lib/model.js").AnyModel, el: HTMLElement}} ctx */
@@ -32,14 +32,19 @@ function render({ model, el: root }) {
     scalars,
   ]);
 
-  /** @type {ArrayLike<number>} */
-  let positions = new Int32Array(0);
+  // the recorded steps as arithmetic runs (a run logged every step is one), indexed lazily
+  let positions = stepRuns([]);
+  // every k-th recorded step is a position when an irregular run has too many to send
+  let every = 1;
+  let total = 0;
   /** @type {ReturnType<typeof setInterval> | null} */
   let timer = null;
 
   const decodePositions = () => {
     const p = model.get("positions");
-    positions = p && p.data ? decodeArray(p).data : new Int32Array(0);
+    positions = stepRuns(p && p.runs ? decodeArray(p.runs).data : []);
+    every = Math.max(1, Number(p?.every) || 1);
+    total = Number(p?.total) || positions.length;
     slider.max = String(Math.max(0, positions.length - 1));
   };
 
@@ -47,21 +52,25 @@ function render({ model, el: root }) {
 
   const goTo = (/** @type {number} */ index) => {
     if (positions.length === 0) return;
-    const step = positions[Math.min(Math.max(index, 0), positions.length - 1)];
+    const step = positions.at(Math.min(Math.max(index, 0), positions.length - 1));
     model.set("step", step);
     draw();
     sendStep(step);
   };
-  const currentIndex = () => snapIndex(positions, Number(model.get("step")));
+  const currentIndex = () => positions.snap(Number(model.get("step")));
 
   const draw = guard(root, "Drawing the step scrubber", () => {
     if (!present(root, body, viewState(model, positions.length === 0 && "No steps recorded yet."))) return;
     const step = Number(model.get("step"));
     const i = currentIndex();
     slider.value = String(i);
-    const exact = positions[i] === step;
+    const shown = positions.at(i);
+    const exact = shown === step;
+    const of = every > 1 ? ` (1 in ${formatStep(every)} of ${formatStep(total)} steps)` : "";
     label.textContent =
-      `step ${formatStep(step)}` + (exact ? "" : ` (after ${formatStep(positions[i])})`) + ` \u00b7 ${formatStep(i + 1)} of ${formatStep(positions.length)}`;
+      `step ${formatStep(step)}` +
+      (exact ? "" : ` (after ${formatStep(shown)})`) +
+      ` \u00b7 ${formatStep(i + 1)} of ${formatStep(positions.length)}${of}`;
     root.setAttribute("data-step", String(step));
     const playing = !!model.get("playing");
     play.textContent = playing ? "pause" : "play";

@@ -7,6 +7,8 @@ writer keeps (:mod:`nbviz.store.summaries`) and from index seeks:
 - :meth:`~SummaryQueries.scalar_summary` / :meth:`~SummaryQueries.stats_summary`:
   one series over a step range, as its rows when at most ``max_points`` fall in
   it, else as min/max/mean buckets of the finest resolution that fits;
+- :meth:`~SummaryQueries.scalar_points`: the points a chart draws of one scalar
+  over a step range (a zoom's read), as numpy arrays without a frame;
 - :meth:`~SummaryQueries.scalar_outline`: one scalar for an analysis of its shape,
   its first and last rows as logged and bucket means and peaks between them;
 - :meth:`~SummaryQueries.first_nonfinite`: a scalar's first NaN/Inf, by one seek;
@@ -23,13 +25,14 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from nbviz.store.columns import floats, frame, int_array, ints, nan
+from nbviz.store.columns import floats, frame, int_array, ints, nan, table_columns
 from nbviz.store.encoding import counts_array
 from nbviz.store.errors import StoredValueError
 from nbviz.store.query import ReaderBase, close_matches
 from nbviz.store.tables import LEVEL_WIDTHS, SIGNALS
+from nbviz.store.window_sql import BUCKET_POINTS, rows_sql
 
-__all__ = ["SeriesSummary", "SummaryQueries", "STAT_FIELDS"]
+__all__ = ["ScalarPoints", "SeriesSummary", "SummaryQueries", "STAT_FIELDS"]
 
 #: The statistics a summary of a layer series holds (min of ``min``, max of ``max``
 #: and of ``norm``, the sum of ``nonfinite``, the mean of the others).
@@ -42,6 +45,8 @@ _SCALAR_BUCKET_COLUMNS = (
     "first_step, last_step, n, n_finite, total, min, min_step, max, max_step, last, "
     "bad_first, bad_last, bad_kind"
 )
+_SCALAR_BUCKET_NAMES = tuple(c.strip() for c in _SCALAR_BUCKET_COLUMNS.split(","))
+_SCALAR_BUCKET_KINDS = "iiiiffififiii"
 
 
 class SeriesSummary(NamedTuple):
@@ -74,6 +79,17 @@ def _stat_bucket_frame(rows: list[tuple]) -> pd.DataFrame:
     mt, mn, st, sn, lo, hi, norm, zt, zn, rt, rn, nf = num
     values = (mean(mt, mn), mean(st, sn), lo, hi, norm, mean(zt, zn), mean(rt, rn), nf)
     return pd.DataFrame({"step": step, "n": n, **dict(zip(STAT_FIELDS, values))})
+
+
+class ScalarPoints(NamedTuple):
+    """One scalar's points over a step range (``scalar_points``): ``total`` rows in the range
+    (whole buckets when ``width`` > 0, the steps per bucket; 0: rows as logged), ``steps``
+    int64, sorted, and ``values`` float64, NaN where the series held a non-finite value."""
+
+    total: int
+    width: int
+    steps: np.ndarray
+    values: np.ndarray
 
 
 def _level(lo: int, hi: int, max_points: int) -> int:
@@ -119,6 +135,16 @@ class SummaryQueries(ReaderBase):
         starts, strides, counts = (int_array(col) for col in zip(*rows))
         if (counts < 1).any() or (counts > 1 << 40).any():
             raise StoredValueError(f"a run of steps of {source!r} counts {counts.min()}")
+        if len(rows) == 1 and strides[0] > 0:
+            return np.arange(starts[0], starts[0] + strides[0] * counts[0], strides[0])
+        if len(rows) <= 64 and (strides > 0).all():  # a few runs: an arange each
+            steps = np.concatenate(
+                [
+                    np.arange(a, a + b * c, b, dtype=np.int64)
+                    for a, b, c in zip(starts, strides, counts)
+                ]
+            )
+            return steps if (np.diff(steps) > 0).all() else np.unique(steps)
         offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(
             np.cumsum(counts) - counts, counts
         )
@@ -176,19 +202,9 @@ class SummaryQueries(ReaderBase):
         one after the range (so a zoomed line runs to the window's borders).
         """
         max_points = _check_points(max_points)
-        bounds = self._row(
-            "SELECT min(first_step), max(last_step), sum(n) FROM scalar_buckets "
-            "WHERE name = ? AND level = ?",
-            (name, _TOP),
-        )
-        if bounds is None or bounds[0] is None:
-            if name not in self.scalar_names():
-                raise ValueError(
-                    f"no scalar named {name!r}; {close_matches(name, self.scalar_names())}"
-                )
-            bounds = (0, -1, 0)
-        lo, hi = step_range if step_range is not None else bounds[:2]
-        lo, hi = int(lo), int(hi)
+        if step_range is None:
+            step_range = self._scalar_bounds(name)
+        lo, hi = int(step_range[0]), int(step_range[1])
         level = _level(lo, hi, max_points)
         width = LEVEL_WIDTHS[level]
         # a scalar has one row per step: a range of at most max_points steps is read as rows
@@ -201,32 +217,96 @@ class SummaryQueries(ReaderBase):
                 (name, level, lo // width, hi // width),
             )
         )
-        estimate = sum(int(r[2]) for r in rows if type(r[2]) is int)
+        buckets = table_columns(rows, _SCALAR_BUCKET_KINDS)
+        estimate = int(buckets[2].sum())  # NULL counts skipped
         if estimate <= max_points:
-            raw = self._q(
-                "SELECT step, value FROM scalars WHERE name = ? AND step BETWEEN ? AND ? "
-                "ORDER BY step LIMIT ?",
-                (name, lo, hi, max_points + 1),
+            found = self._window_rows(name, lo, hi, max_points, edges)
+            if found is not None:
+                total, steps, values = found
+                table = pd.DataFrame({"step": steps, "value": values}, copy=False)
+                return SeriesSummary(0, total, lo, hi, table)
+        table = pd.DataFrame(dict(zip(_SCALAR_BUCKET_NAMES, buckets)), copy=False)
+        return SeriesSummary(width, estimate, lo, hi, table)
+
+    def scalar_points(
+        self,
+        name: str,
+        max_points: int = 2000,
+        step_range: tuple[int, int] | None = None,
+        *,
+        edges: bool = False,
+    ) -> ScalarPoints:
+        """The points a chart draws of one scalar over ``step_range`` (default: all of it).
+
+        Every row when at most ``max_points`` fall in the range (``edges``: also
+        the one before and the one after it), else each bucket's minimum and
+        maximum at the steps they were reached, of the finest summary level with
+        at most ``max_points`` buckets, and a NaN at its first non-finite step.
+        The points ``scalar_summary`` holds, as ``summary_points`` draws them,
+        read as two columns straight into numpy: what a zoom reads, at a cost of
+        a few statements and the rows themselves.
+        """
+        max_points = _check_points(max_points)
+        if step_range is None:
+            step_range = self._scalar_bounds(name)
+        lo, hi = int(step_range[0]), int(step_range[1])
+        level = _level(lo, hi, max_points)
+        width = LEVEL_WIDTHS[level]
+        buckets = (name, level, lo // width, hi // width)
+        total = None
+        if hi - lo >= max_points:
+            total = int(
+                self._one(
+                    "SELECT coalesce(sum(n), 0) FROM scalar_buckets WHERE name = ? "
+                    "AND level = ? AND bucket BETWEEN ? AND ?",
+                    buckets,
+                )
             )
-            if len(raw) <= max_points:
-                total = len(raw)
-                if edges:
-                    before = self._q(
-                        "SELECT step, value FROM scalars WHERE name = ? AND step < ? "
-                        "ORDER BY step DESC LIMIT 1",
-                        (name, lo),
-                    )
-                    after = self._q(
-                        "SELECT step, value FROM scalars WHERE name = ? AND step > ? "
-                        "ORDER BY step LIMIT 1",
-                        (name, hi),
-                    )
-                    raw = before + raw + after
-                return SeriesSummary(0, total, lo, hi, frame(raw, ("step", "value"), "if"))
-        buckets = frame(
-            rows, [c.strip() for c in _SCALAR_BUCKET_COLUMNS.split(",")], "iiiiffififiii"
+        if total is None or total <= max_points:
+            found = self._window_rows(name, lo, hi, max_points, edges)
+            if found is not None:
+                return ScalarPoints(found[0], 0, found[1], found[2])
+        steps, values = table_columns(self._q(BUCKET_POINTS, buckets), "if")
+        return ScalarPoints(
+            int(total or 0), width, np.asarray(steps, np.int64), np.asarray(values, np.float64)
         )
-        return SeriesSummary(width, estimate, lo, hi, buckets)
+
+    def _window_rows(
+        self, name: str, lo: int, hi: int, max_points: int, edges: bool
+    ) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """``(rows in lo..hi, steps, values)`` of a scalar, with the rows before and after the
+        range when ``edges``, in one statement; None when more than ``max_points`` fall in it."""
+        raw = self._q(*rows_sql(name, lo, hi, max_points + 1, edges))
+        steps, values = (np.asarray(c) for c in table_columns(raw, "if"))
+        steps, values = steps.astype(np.int64, copy=False), values.astype(np.float64, copy=False)
+        if len(steps) > 1 and not (np.diff(steps) > 0).all():
+            order = np.argsort(steps, kind="stable")
+            steps, values = steps[order], values[order]
+        inside = int(np.count_nonzero((steps >= lo) & (steps <= hi)))
+        if inside > max_points:
+            return None
+        if not len(raw):
+            self._check_scalar(name)
+        return inside, steps, values
+
+    def _scalar_bounds(self, name: str) -> tuple[int, int]:
+        """A scalar's first and last step ((0, -1) when it has no rows)."""
+        bounds = self._row(
+            "SELECT min(first_step), max(last_step) FROM scalar_buckets "
+            "WHERE name = ? AND level = ?",
+            (name, _TOP),
+        )
+        if bounds is None or bounds[0] is None:
+            self._check_scalar(name)
+            return 0, -1
+        return int(bounds[0]), int(bounds[1])
+
+    def _check_scalar(self, name: str) -> None:
+        """ValueError naming close matches when no scalar is called ``name``."""
+        if name not in self.scalar_names():
+            raise ValueError(
+                f"no scalar named {name!r}; {close_matches(name, self.scalar_names())}"
+            )
 
     def scalar_outline(self, name: str, max_points: int = 2048, ends: int = 512) -> pd.DataFrame:
         """One scalar in at most about ``max_points + 2 * ends`` rows, for an analysis of its shape.

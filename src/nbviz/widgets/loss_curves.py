@@ -29,7 +29,12 @@ from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 from nbviz.widgets.run_groups import Band, bucket_means, flat_configs, group_band, group_runs
 from nbviz.widgets.sampling import count_text
 from nbviz.widgets.scalar_names import split_name, unique_names
-from nbviz.widgets.scalar_points import minmax_downsample, nonfinite_breaks, summary_points
+from nbviz.widgets.scalar_points import (
+    minmax_downsample,
+    nonfinite_breaks,
+    summary_points,
+    window_points,
+)
 from nbviz.widgets.time_axes import X_AXES, times_x
 from nbviz.widgets.wire import array_trait_payload, floats_payload, steps_payload
 
@@ -357,15 +362,9 @@ class LossCurves(LiveView):
                     continue
                 run, name, _last = raw
                 # the rows in the window (one beyond each edge), or finer buckets of it
-                summary = run.scalar_summary(
-                    name,
-                    self.max_points // 2,
-                    step_range=(max(int(np.floor(lo)), 0), max(int(np.ceil(hi)), 0)),
-                    edges=True,
-                )
-                steps, values, _breaks = summary_points(summary)
-                item: dict[str, Any] = {"id": entry["id"], "total": summary.total}
-                item["stride"] = summary.total / max(len(steps), 1)
+                total, steps, values = window_points(run, name, self.max_points // 2, lo, hi)
+                item: dict[str, Any] = {"id": entry["id"], "total": total}
+                item["stride"] = total / max(len(steps), 1)
                 parts = [("steps", steps_payload(steps)), ("values", floats_payload(values))]
                 if self.x_axis != "step":
                     x = self._x_of(run, entry["run"], name, steps)

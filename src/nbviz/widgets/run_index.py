@@ -43,10 +43,30 @@ class Series:
 
 
 def _union(parts: list[np.ndarray]) -> np.ndarray:
-    """The sorted union of sorted int64 arrays: a sort of sorted runs and a mask.
+    """The sorted union of sorted int64 arrays.
 
-    Forty times faster than ``np.unique`` on a long run's steps, which hashes every one.
+    When the longest holds every step from its first to its last (a run logged
+    every step), the others add only their steps outside that span, found by
+    binary search: no sort of millions of steps. Else a sort of sorted runs and
+    a mask, forty times faster than ``np.unique``, which hashes every step.
     """
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    base = max(parts, key=len)
+    first, last = int(base[0]), int(base[-1])
+    if last - first + 1 == len(base):
+        below = [p[: np.searchsorted(p, first)] for p in parts if p is not base]
+        above = [p[np.searchsorted(p, last, "right") :] for p in parts if p is not base]
+        below = [p for p in below if len(p)]
+        above = [p for p in above if len(p)]
+        if not below and not above:
+            return base
+        return np.concatenate([_sorted_union(below), base, _sorted_union(above)])
+    return _sorted_union(parts)
+
+
+def _sorted_union(parts: list[np.ndarray]) -> np.ndarray:
+    """The sorted union of sorted int64 arrays: a sort of sorted runs and a mask."""
     if not parts:
         return np.zeros(0, dtype=np.int64)
     out = np.sort(np.concatenate(parts), kind="stable")

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["minmax_downsample", "nonfinite_breaks", "summary_points"]
+__all__ = ["minmax_downsample", "nonfinite_breaks", "summary_points", "window_points"]
 
 
 def nonfinite_breaks(steps: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -67,6 +67,22 @@ def summary_points(summary: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ]
     ).astype(np.float64)
     return steps[order], values[order], breaks.reshape(-1, 3)
+
+
+def window_points(
+    run: Any, name: str, max_points: int, lo: float, hi: float
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """What a zoom into steps ``lo..hi`` reads of one scalar: ``(rows in the window, steps,
+    values)``, every row when at most ``max_points`` fall in it (with the one before
+    and the one after, so the line runs to the window's borders), else the extremes of
+    the finest buckets that fit."""
+    points = run.scalar_points(
+        name,
+        max_points,
+        step_range=(max(int(np.floor(lo)), 0), max(int(np.ceil(hi)), 0)),
+        edges=True,
+    )
+    return points.total, points.steps, points.values
 
 
 def minmax_downsample(

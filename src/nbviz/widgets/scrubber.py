@@ -1,8 +1,10 @@
 """StepScrubber: move through a run's recorded steps; every linked view follows.
 
 The positions are every step anything was recorded at (scalars, probe
-captures, predictions). Play/pause, back/forward buttons and the arrow keys
-move ``step``; the scalars logged at (or last before) that step are shown.
+captures, predictions), sent as arithmetic runs: a few bytes for a run logged
+every step, however long (:mod:`nbviz.widgets.step_runs`). Play/pause,
+back/forward buttons and the arrow keys move ``step``; the scalars logged at (or
+last before) that step are shown.
 While the run grows, a scrubber standing on the last step moves on with it.
 """
 
@@ -17,6 +19,7 @@ import traitlets
 from nbviz.widgets.checks import id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
+from nbviz.widgets.step_runs import runs_payload
 from nbviz.widgets.wire import array_from_payload, floats_payload, steps_payload
 
 __all__ = ["StepScrubber"]
@@ -41,7 +44,10 @@ class StepScrubber(LiveView):
     _esm = esm("scrubber")
 
     step = linked_step("The current step (any int; the slider shows the nearest).")
-    positions = traitlets.Dict(help="Recorded steps, sorted (binary array payload).").tag(sync=True)
+    positions = traitlets.Dict(
+        help="Recorded steps as arithmetic runs: runs (binary [first, count, stride] rows), "
+        "total (steps recorded) and every (1, or k where every k-th step is sent)."
+    ).tag(sync=True)
     scalars_at = traitlets.Dict(
         help="The scalars at the step: names, steps they were logged at, values (binary)."
     ).tag(sync=True)
@@ -84,8 +90,9 @@ class StepScrubber(LiveView):
         at_end = len(old) == 0 or self.step >= int(old[-1])
         self._positions = index.positions()
         n = len(self._positions)
-        self.positions = steps_payload(self._positions)
-        self.stride = max(1, math.ceil(n / 400))
+        # a bounded payload: a run logged every step is one run (see step_runs)
+        self.positions = runs_payload(self._positions)
+        self.stride = max(1, math.ceil(n / self.positions["every"] / 400))
         if n == 0:
             self.empty = (
                 f"Nothing recorded yet in {self.run_name}: log scalars with run.log(step, ...) "
