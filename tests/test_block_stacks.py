@@ -162,6 +162,13 @@ def test_watch_at_the_defaults_records_the_blocks_outputs(tmp_path: Path) -> Non
     assert any("repeated blocks" in n for n in read.meta("probe")["notes"])
     layers = read.layers().set_index("name")
     assert layers.loc[BLOCKS, "watched"].all()
+    # the layer browser: a block is one row, its output's statistics its own
+    browser = nbviz.LayerBrowser(read, live=False, selected_layer="blocks.3")
+    table = browser.data().set_index("layer")
+    assert table.index.is_unique and set(BLOCKS) <= set(table.index)
+    assert table.loc["blocks.3", "zero_frac_step"] == 50
+    assert table.loc["blocks.3", "grad_norm"] != table.loc["blocks.3", "grad_norm"]  # NaN
+    assert set(browser.series()["label"]) == {"activations"}
 
 
 def train_gpt_at_the_defaults(path: Path, plant=None, steps: int = 101) -> nbviz.Run:
