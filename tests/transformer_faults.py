@@ -16,7 +16,8 @@ CONFIG = GPTConfig(vocab=64, context=16, width=64, heads=4, blocks=6)
 
 
 def blocks_and_leaves(name: str, module: nn.Module) -> bool:
-    """The default modules plus the blocks, whose outputs are the residual stream."""
+    """The leaves and every block, whose outputs are the residual stream: the default
+    selection watches a stack's blocks of one type, this also a block a plant wrapped."""
     return (name.startswith("blocks.") and name.count(".") == 1) or not list(module.children())
 
 

@@ -138,7 +138,8 @@ def capture_sample(
     Returns the per-layer summaries in the order the layers ran, and the model's
     output for the sample (its first float tensor, batch dimension dropped; None
     if it returned none). ``layers`` chooses modules as ``run.watch`` does (default:
-    every leaf module except pass-through ones). A layer whose output holds no
+    every leaf module except pass-through ones, modules with parameters of their own,
+    and the blocks of a stack of repeated blocks). A layer whose output holds no
     float tensor is left out. The model is left as it was.
     """
     if not isinstance(model, nn.Module):

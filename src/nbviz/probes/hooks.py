@@ -6,8 +6,9 @@ the device: see :mod:`nbviz.probes.sentinel`), or, for a module that cannot
 make finite values non-finite and whose input is the output checked just
 before, takes that check (:mod:`nbviz.probes.finite`). On a capture step it
 measures the output instead (its statistics tell finiteness too) and hooks the
-output's gradient. After each backward, the parameter gradients get one sum
-each (:meth:`ModuleHooks._check_grads`).
+output's gradient (not of a stack's blocks, watched for their outputs only: see
+:func:`nbviz.probes.select.select_modules`). After each backward, the parameter
+gradients get one sum each (:meth:`ModuleHooks._check_grads`).
 
 Hooks are global state on someone else's model: every handle is kept in
 ``_handles`` and :meth:`ModuleHooks._detach` removes them all. Each hook is a
@@ -55,6 +56,7 @@ class ModuleHooks:
     _exec_order: dict[str, int]  # module name -> order of its first call
     _unit_dims: dict[str, int | None]
     _mask: torch.Tensor | None  # (batch, tokens): True where a position counts
+    _outputs_only: frozenset[str]  # modules whose output gradient is not recorded
 
     def _setup_hooks(self, model: nn.Module) -> None:
         """The sentinel and its slots: the watched modules' outputs, then the parameters."""
@@ -145,7 +147,7 @@ class ModuleHooks:
             self._sentinel.add(
                 slot, entry.witness if x.shape == live.shape else finite.checksum(live)
             )
-        if self._watch_grads and live.requires_grad:
+        if self._watch_grads and live.requires_grad and name not in self._outputs_only:
             live.register_hook(partial(self._on_output_grad, name))
 
     def _on_kept_output(

@@ -105,7 +105,9 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
     are counted. Parameters: ``every`` capture period (statistics, per-unit maps;
     default 50); ``hist_every`` histogram period (default ``every``); ``bins``
     histogram bins, fixed per layer at its first capture; ``layers`` glob patterns / types /
-    predicates selecting modules (default: all leaf modules but pass-throughs);
+    predicates selecting modules (default: all leaf modules but pass-throughs, modules
+    with parameters of their own, and the outputs of the blocks of a stack of repeated
+    blocks, such as a transformer's layers: see :func:`nbviz.probes.select.select_modules`);
     ``signals`` any of ``"activations"``, ``"gradients"``, ``"weights"``;
     ``optimizer`` marks step boundaries at ``optimizer.step()``; ``name`` prefixes
     every layer and parameter name (``name="D"``: ``D.0``, ``D.0.weight``), which
@@ -210,9 +212,12 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
                 "gradients are (read after backward)"
             )
             self.modules: list[tuple[str, nn.Module]] = []
+            self._outputs_only: frozenset[str] = frozenset()
         else:
-            selection = select_modules(model, layers, max_layers)
+            # a stack's blocks are watched for their outputs: only with activations
+            selection = select_modules(model, layers, max_layers, blocks=self._watch_acts)
             self.modules = [(prefix + n, m) for n, m in selection.modules]
+            self._outputs_only = frozenset(prefix + n for n in selection.activations_only)
             self.notes.extend(selection.notes)
         if empty:
             self.notes.append(f"parameters with no elements not recorded: {', '.join(empty)}")

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from nbviz.stacks import stacks
+
 #: Modules skipped by default: their output repeats their input (a view, or the
 #: input scaled by a mask), so watching them costs time and shows nothing new.
 SKIPPED_BY_DEFAULT: tuple[type[nn.Module], ...] = (
@@ -41,10 +43,16 @@ DEFAULT_MAX_LAYERS = 128
 
 @dataclass(frozen=True)
 class Selection:
-    """Modules chosen for activation/gradient capture, and what was left out and why."""
+    """Modules chosen for activation/gradient capture, and what was left out and why.
+
+    ``activations_only``: the names among ``modules`` whose outputs are recorded
+    but not their gradients (the blocks of a stack, watched by default for the
+    stream between them: see :func:`stack_blocks`).
+    """
 
     modules: list[tuple[str, nn.Module]]
     notes: list[str]
+    activations_only: frozenset[str] = frozenset()
 
 
 def strip_wrapper_prefix(name: str) -> str:
@@ -90,25 +98,31 @@ def select_modules(
     model: nn.Module,
     layers: LayerPattern | Sequence[LayerPattern] | None = None,
     max_layers: int | None = DEFAULT_MAX_LAYERS,
+    blocks: bool = True,
 ) -> Selection:
     """Choose the modules whose outputs a probe records.
 
     By default: every leaf module and every module holding parameters of its own
-    (``nn.MultiheadAttention``), except pass-through modules (``SKIPPED_BY_DEFAULT``).
+    (``nn.MultiheadAttention``), except pass-through modules (``SKIPPED_BY_DEFAULT``);
+    with ``blocks``, also the blocks of each stack of repeated blocks (a
+    transformer's layers: :func:`stack_blocks`), for their outputs only
+    (``Selection.activations_only``).
     ``layers`` takes glob patterns matched against qualified names or type names
     (``"features.*"``, ``"Conv2d"``), module types, or ``(name, module) -> bool``
     predicates; a pattern that matches nothing is an error naming what exists.
-    Beyond ``max_layers`` modules an evenly spaced subset is kept, and the note says so.
+    Beyond ``max_layers`` modules an evenly spaced subset is kept (the blocks of
+    the stacks first, as far as they fit), and the note says so.
     """
     candidates = named_modules(model)
     notes: list[str] = []
+    block_names: set[str] = set()
     if layers is None:
-        chosen = [
-            (n, m)
+        chosen_names = {
+            n
             for n, m in candidates
             if (not any(True for _ in m.children()) or _has_direct_params(m))
             and not isinstance(m, SKIPPED_BY_DEFAULT)
-        ]
+        }
         skipped = [
             n for n, m in candidates if isinstance(m, SKIPPED_BY_DEFAULT) and not list(m.children())
         ]
@@ -117,11 +131,23 @@ def select_modules(
                 f"skipped {len(skipped)} pass-through module(s) ({_short_list(skipped)}); "
                 "pass layers=... to watch them"
             )
+        if blocks:
+            for stack in stack_blocks(model):
+                added = [n for n in stack if n not in chosen_names]
+                if not added:
+                    continue
+                block_names.update(added)
+                notes.append(
+                    f"watching the outputs of the {len(stack)} repeated blocks {stack[0]} .. "
+                    f"{stack[-1]}: the stream between them (a transformer's residual stream) "
+                    "shows nowhere else; activations only, no output gradients"
+                )
+        chosen = [(n, m) for n, m in candidates if n in chosen_names or n in block_names]
     else:
         patterns = [layers] if isinstance(layers, str | type) or callable(layers) else list(layers)
         if not patterns:
             raise ValueError("layers: got an empty list; pass None to watch the default modules")
-        chosen_names: set[str] = set()
+        chosen_names = set()
         for pattern in patterns:
             hits = [n for n, m in candidates if _matches(pattern, n, m)]
             if not hits:
@@ -130,7 +156,7 @@ def select_modules(
         chosen = [(n, m) for n, m in candidates if n in chosen_names]
     chosen = _dedupe_modules(chosen, notes)
     if max_layers is not None and len(chosen) > max_layers:
-        keep = _evenly_spaced(len(chosen), max_layers)
+        keep = _capped(chosen, block_names, max_layers)
         left_out = [n for i, (n, _) in enumerate(chosen) if i not in keep]
         chosen = [c for i, c in enumerate(chosen) if i in keep]
         notes.append(
@@ -138,7 +164,55 @@ def select_modules(
             f"{max_layers}); left out {_short_list(left_out)}; pass layers=... or a larger "
             "max_layers to include them"
         )
-    return Selection(chosen, notes)
+    kept = {n for n, _ in chosen}
+    return Selection(chosen, notes, frozenset(block_names & kept))
+
+
+def stack_blocks(model: nn.Module) -> list[list[str]]:
+    """The blocks of each stack of repeated blocks in ``model`` that have outputs of their own.
+
+    A stack (:func:`nbviz.stacks.stacks`): at least three modules ``<prefix>.<i>``
+    of one type, children of an ``nn.ModuleList`` or ``nn.Sequential`` (a
+    transformer's ``blocks.0`` .. ``blocks.11``, ``nn.TransformerEncoder``'s
+    ``layers.0`` .., a ResNet stage's blocks). Listed are the blocks that hold
+    other modules and compute something of their own: their output (a
+    transformer's residual stream after each block) is no child's output. A
+    plain ``nn.Sequential`` block is left out (its output is its last child's),
+    and so are containers that are never called (``nn.ModuleList``, ``nn.ModuleDict``).
+    """
+    parents: dict[int, nn.Module] = {}
+    for module in model.modules():
+        for child in module.children():
+            parents.setdefault(id(child), module)
+    by_name = dict(named_modules(model))
+    found = []
+    for stack in stacks((n, type(m)) for n, m in by_name.items()):
+        first = by_name[stack[0]]
+        if not isinstance(parents.get(id(first)), nn.ModuleList | nn.Sequential):
+            continue
+        if not any(True for _ in first.children()) or not _computes(first):
+            continue
+        found.append(stack)
+    return found
+
+
+def _computes(module: nn.Module) -> bool:
+    """Whether calling ``module`` computes more than its last child's output."""
+    if isinstance(module, nn.ModuleList | nn.ModuleDict | nn.ParameterList | nn.ParameterDict):
+        return False
+    return type(module).forward is not nn.Sequential.forward
+
+
+def _capped(chosen: list[tuple[str, nn.Module]], first: set[str], k: int) -> set[int]:
+    """Indices of ``k`` of ``chosen``: those named in ``first`` as far as they fit (evenly
+    spaced among them where they do not), then evenly spaced ones of the rest."""
+    preferred = [i for i, (n, _) in enumerate(chosen) if n in first]
+    rest = [i for i, (n, _) in enumerate(chosen) if n not in first]
+    if len(preferred) >= k:
+        return {preferred[j] for j in _evenly_spaced(len(preferred), k)}
+    if not preferred:
+        return _evenly_spaced(len(chosen), k)
+    return set(preferred) | {rest[j] for j in _evenly_spaced(len(rest), k - len(preferred))}
 
 
 def _dedupe_modules(chosen: list[tuple[str, nn.Module]], notes: list[str]) -> list:

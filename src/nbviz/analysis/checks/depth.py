@@ -74,13 +74,16 @@ def feeds_normalisation(lay: ModelLayout, module: str) -> bool:
 
     The gradient with respect to a normalised output scales with the inverse of
     that output's scale (the network no longer depends on it), so its size by
-    depth says nothing about exploding or vanishing.
+    depth says nothing about exploding or vanishing. A module that holds
+    ``module`` (a block, watched for its output) ends after it without being
+    the next one reached: it is passed over.
     """
     order = lay.forward_order
     if module not in order:
         return False
-    i = order.index(module)
-    return i + 1 < len(order) and lay.type_of(order[i + 1]) in NORMALISATION
+    after = (n for n in order[order.index(module) + 1 :] if not module.startswith(n + "."))
+    following = next(after, None)
+    return following is not None and lay.type_of(following) in NORMALISATION
 
 
 def same_shape(lay: ModelLayout, modules: list[str]) -> list[str]:

@@ -1,10 +1,11 @@
 """``residual_growth``: a residual stream whose scale grows block after block.
 
-Read from the outputs of a model's repeated blocks: modules named
-``<stack>.0``, ``<stack>.1``, ... (at least :data:`MIN_BLOCKS`), of one type,
-whose outputs share one ``(tokens, features)`` shape and whose activations were
-recorded (the probe watches them with ``layers=`` naming them, or by default
-where a block holds parameters of its own). A block's output is the residual
+Read from the outputs of a model's repeated blocks: a stack of modules named
+``<stack>.0``, ``<stack>.1``, ... (at least :data:`~nbviz.stacks.MIN_BLOCKS`,
+of one type: :func:`nbviz.stacks.stacks`) whose outputs share one
+``(tokens, features)`` shape and whose activations were recorded (the probe
+watches a stack's blocks by default, activations only: see
+:mod:`nbviz.probes.select`). A block's output is the residual
 stream after it; its scale is the root mean square ``norm / sqrt(count)``,
 summarised per block by the median of the last :data:`WINDOW` captures and
 taken in forward order.
@@ -30,7 +31,6 @@ by depth is set by the initialisation and the block's design.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
@@ -39,38 +39,30 @@ from nbviz.analysis.checks.depth import activation_rms, trend
 from nbviz.analysis.checks.finding import Finding, fmt
 from nbviz.analysis.checks.model import ModelLayout, layout
 from nbviz.analysis.checks.robust import nanmedian, onset
+from nbviz.stacks import stacks
 
 CHECK = "residual_growth"
-MIN_BLOCKS = 3
 WINDOW = 5
 MIN_EXCESS = 4.0
 MIN_TOTAL = 8.0
 CONSISTENT = 0.6
 
-_INDEXED = re.compile(r"^(.*)\.(\d+)$")
-
 
 def block_stacks(lay: ModelLayout, recorded: set[str]) -> list[list[str]]:
     """Each stack of repeated blocks with recorded activations, blocks in forward order.
 
-    A stack: modules ``<prefix>.<i>`` sharing the prefix and the type, whose
-    recorded output shapes (where known) are one ``(tokens, features)`` shape.
+    A stack (:func:`nbviz.stacks.stacks`) whose recorded output shapes (where
+    known) are one ``(tokens, features)`` shape.
     """
-    groups: dict[tuple[str, str], list[str]] = {}
-    for name in lay.forward_order:
-        m = _INDEXED.match(name)
-        if m is None or name not in recorded:
-            continue
-        groups.setdefault((m.group(1), lay.type_of(name)), []).append(name)
-    stacks = []
-    for names in groups.values():
+    found = []
+    for names in stacks((n, lay.type_of(n)) for n in lay.forward_order if n in recorded):
         shapes = {lay.shapes.get(n) for n in names} - {None}
-        if len(names) < MIN_BLOCKS or len(shapes) > 1:
+        if len(shapes) > 1:
             continue
         if shapes and len(next(iter(shapes))) != 2:
             continue  # not (tokens, features) per sample
-        stacks.append(sorted(names, key=lay.depth))
-    return stacks
+        found.append(sorted(names, key=lay.depth))
+    return found
 
 
 def check(run: Any) -> list[Finding]:
