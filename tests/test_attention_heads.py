@@ -300,3 +300,39 @@ def test_no_head_statistics_without_activations(tmp_path):
         train("gpt", model, 2, run, every=1, signals=["gradients", "weights"])
         assert run.recorded_layers("head_rms", table="unit_stats") == []
         assert run.meta("heads") is None
+
+
+# ------------------------------------------------------------------------------ the view
+
+
+def test_the_layer_browser_shows_each_attention_layers_heads_by_steps(tmp_path):
+    from nbviz.widgets.wire import array_from_payload
+
+    model = small_gpt()
+    dead = 1
+    qkv = model.blocks[0].attn.qkv
+    for p in (qkv.weight, qkv.bias):
+        _freeze_rows(p, slice(2 * WIDTH + dead * HEAD, 2 * WIDTH + (dead + 1) * HEAD))
+    with nbviz.Run(tmp_path / "run") as run:
+        train("gpt", model, 6, run, every=2)
+    view = nbviz.LayerBrowser(nbviz.open_run(tmp_path / "run"), live=False)
+    names = [r["name"] for r in view.layers]
+    # right after its module's row, one level deeper
+    at = names.index("blocks.0.attn/heads")
+    assert names[at - 1] == "blocks.0.attn"
+    assert view.layers[at]["depth"] == view.layers[at - 1]["depth"] + 1
+    assert view.layers[at]["shape"] == f"{HEADS} \u00d7 {HEAD}"
+    assert view.layers[at]["type"] == "heads"
+    view.selected_layer = "blocks.0.attn/heads"
+    dm = view.dead_map
+    assert dm["axis"] == "head" and dm["units"] == HEADS
+    assert "~0" in dm["title"]
+    assert list(array_from_payload(dm["steps"])) == [0, 2, 4]
+    zero = np.asarray(array_from_payload(dm["values"])).reshape(3, HEADS)
+    rms = np.asarray(array_from_payload(dm["rms"])).reshape(3, HEADS)
+    assert np.all(zero[:, dead] == 1.0) and np.all(rms[:, dead] == 0.0)
+    assert np.all(rms[:, [0, 2, 3]] > 0)
+    assert view.detail["empty"] == ""
+    # a module's own map is unchanged: units, zero fractions
+    view.selected_layer = "blocks.0.mlp.act"
+    assert view.dead_map.get("axis") is None and view.dead_map["units"] == 4 * WIDTH
