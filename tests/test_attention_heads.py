@@ -102,8 +102,8 @@ def per_head(y: torch.Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     y = y.detach().double()
     rms = y.square().mean(dim=(0, 2, 3)).sqrt()
     peak = y.abs().amax(dim=(0, 2, 3))
-    tol = y.square().mean().sqrt() * NEAR_ZERO
-    zero = (y.abs() <= tol).double().mean(dim=(0, 2, 3))
+    tol = max(float(y.square().mean().sqrt()) * NEAR_ZERO, torch.finfo(torch.float32).tiny)
+    zero = (y.abs() < tol).double().mean(dim=(0, 2, 3))
     return rms.numpy(), peak.numpy(), zero.numpy()
 
 
@@ -336,3 +336,38 @@ def test_the_layer_browser_shows_each_attention_layers_heads_by_steps(tmp_path):
     # a module's own map is unchanged: units, zero fractions
     view.selected_layer = "blocks.0.mlp.act"
     assert view.dead_map.get("axis") is None and view.dead_map["units"] == 4 * WIDTH
+
+
+def test_attention_maps_show_each_heads_output_rms_a_dead_one_at_zero(tmp_path):
+    from nbviz.widgets.wire import array_from_payload
+
+    model = small_encoder()
+    mha = model.encoder.layers[0].self_attn
+    dead = 3
+    for p in (mha.in_proj_weight, mha.in_proj_bias):
+        _freeze_rows(p, slice(2 * WIDTH + dead * HEAD, 2 * WIDTH + (dead + 1) * HEAD))
+    probe_batch = class_batches(1, seed=5)[0][0][:2]
+    with nbviz.Run(tmp_path / "run") as run:
+        train("encoder", model, 4, run, every=2, attention=probe_batch)
+    view = nbviz.AttentionMaps(nbviz.open_run(tmp_path / "run"), live=False)
+    rms = np.asarray(array_from_payload(view.output_rms)).reshape(2, HEADS, 2)
+    assert np.all(rms[0, dead] == 0.0)
+    alive = [h for h in range(HEADS) if h != dead]
+    assert np.all(rms[0, alive] > 0) and np.all(rms[1] > 0)  # nn.MultiheadAttention: shown
+    assert view.flags[dead] == "dead"
+    assert "dead" not in view.flags[:dead] + view.flags[dead + 1 :]
+
+
+def test_head_reductions_tell_a_dead_head_from_a_non_finite_one():
+    from nbviz.probes.heads import head_reductions
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 5, 4)  # (batch, heads, tokens, head_dim)
+    x[:, 1] = 0.0
+    x[0, 2, 0, 0] = float("nan")
+    sumsq, peak, near = head_reductions(x, 1)
+    assert near[1] == 40 and sumsq[1] == 0 and peak[1] == 0  # dead: every value ~0
+    assert near[0] < 2 and sumsq[0] > 0  # alive, and its count untouched by head 2's NaN
+    assert torch.isnan(sumsq[2]) and torch.isnan(peak[2])  # non-finite, not dead
+    torch.testing.assert_close(sumsq[0], x[:, 0].square().sum())
+    torch.testing.assert_close(peak[0], x[:, 0].abs().max())

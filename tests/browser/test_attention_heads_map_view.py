@@ -16,7 +16,7 @@ DEAD = (0, 1)  # block, head
 
 def dead_head_run(path: Path, steps: int = 12, every: int = 2) -> Path:
     """A small GPT-style model whose block 0 head 1 has a zero value projection, kept zero."""
-    from reference_models import GPT, GPTConfig
+    from reference_models import GPT, GPTConfig, token_batch
 
     config = GPTConfig(vocab=48, context=10, width=32, heads=4, blocks=2)
     torch.manual_seed(0)
@@ -32,9 +32,11 @@ def dead_head_run(path: Path, steps: int = 12, every: int = 2) -> Path:
         keep[rows] = 0.0
         p.register_hook(lambda g, keep=keep: g * keep)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(1)
+    probe_ids = token_batch(gen, 2, config.context, config.vocab)
     with nbviz.Run(path) as run:
-        run.watch(model, every=every)
-        lm_steps(run, model, opt, torch.Generator().manual_seed(1), steps, batch=8)
+        run.watch(model, every=every, attention=probe_ids)
+        lm_steps(run, model, opt, gen, steps, batch=8)
     return Path(path)
 
 
@@ -94,3 +96,36 @@ def test_layer_browser_shows_an_attention_layers_heads_with_the_dead_one(nb, tmp
     expect(frame).to_have_attribute("data-axis", "unit")
     expect(view.locator(".nbviz-lb-dead-heads")).to_have_count(0)
     assert page.locator(".nbviz-error").count() == 0
+
+
+def test_attention_maps_give_each_heads_output_rms_the_dead_one_zero(nb, tmp_path: Path):
+    run_dir = dead_head_run(tmp_path / "lm")
+    nb.run(
+        "attention_heads_rms.ipynb",
+        [
+            "import nbviz\n"
+            f"run = nbviz.open_run({str(run_dir)!r})\n"
+            "a = nbviz.AttentionMaps(run)\n"
+            "a",
+        ],
+        ready=".nbviz-attention canvas.nbviz-attn-cell",
+    )
+    view = nb.page.locator(".nbviz-attention")
+    block, head = DEAD
+    cell = view.locator(f'canvas.nbviz-attn-cell[data-layer="{block}"][data-head="{head}"]')
+    expect(cell).to_have_attribute(
+        "title", re.compile(r"^blocks\.0\.attn head 1 \(dead\): entropy [0-9.e-]+, output rms 0$")
+    )
+    expect(cell).to_have_class(re.compile(r"\bnbviz-dead\b"))
+    expect(view.locator(".nbviz-attn-flags")).to_contain_text("blocks.0.attn head 1: dead")
+    alive = view.locator('canvas.nbviz-attn-cell[data-layer="0"][data-head="0"]')
+    expect(alive).to_have_attribute(
+        "title", re.compile(r"output rms [1-9][0-9.e-]*|output rms 0\.\d")
+    )
+    cell.click()
+    nb.wait_kernel("a.selected", f"[{block}, {head}]")
+    expect(view.locator(".nbviz-attn-bigtitle")).to_contain_text(
+        f"blocks.{block}.attn, head {head} (step 10; entropy"
+    )
+    expect(view.locator(".nbviz-attn-bigtitle")).to_contain_text("output rms 0)")
+    nb.screenshot("attention-heads-rms")
