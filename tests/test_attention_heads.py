@@ -371,3 +371,30 @@ def test_head_reductions_tell_a_dead_head_from_a_non_finite_one():
     assert torch.isnan(sumsq[2]) and torch.isnan(peak[2])  # non-finite, not dead
     torch.testing.assert_close(sumsq[0], x[:, 0].square().sum())
     torch.testing.assert_close(peak[0], x[:, 0].abs().max())
+
+
+def test_a_three_dimensional_attention_call_shows_no_heads_and_is_left_out(tmp_path):
+    class Flat(nn.Module):
+        """Heads folded into the batch: (batch * heads, tokens, head_dim)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(64, WIDTH)
+            self.out = nn.Linear(WIDTH, 4)
+
+        def forward(self, ids):
+            x = self.emb(ids).view(ids.shape[0] * HEADS, ids.shape[1], HEAD)
+            y = F.scaled_dot_product_attention(x, x, x)
+            return self.out(y.reshape(ids.shape[0], ids.shape[1], WIDTH).mean(dim=1))
+
+    model = Flat()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(model, every=1)
+        for step, (x, y) in enumerate(class_batches(2)):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            run.log(step, train_loss=loss)
+        assert run.recorded_layers("head_rms", table="unit_stats") == []

@@ -4,7 +4,8 @@ Where the module structure shows heads, each head's output is measured at every
 capture step (the activations' period, ``every``), nothing at the other steps:
 
 * ``F.scaled_dot_product_attention``: its output is ``(batch, heads, tokens,
-  head_dim)``;
+  head_dim)`` (a call on 3-d tensors, whose first dimension may hold batch and
+  heads together, is left out);
 * ``F.multi_head_attention_forward`` (``nn.MultiheadAttention``, the
   ``self_attn`` of ``nn.TransformerEncoderLayer``/``DecoderLayer``): the tensor
   it concatenates the heads into before its output projection, ``num_heads`` by
@@ -114,7 +115,9 @@ class _HeadsMode(AttentionCalls):
         self._stats = stats
 
     def on_sdpa(self, name: str, given: dict[str, Any], result: Any) -> None:
-        if isinstance(result, torch.Tensor) and result.dim() >= 3 and result.numel():
+        # (..., heads, tokens, head_dim); a 3-d call's first dimension may be batch or
+        # batch x heads: it does not say, so it is left out
+        if isinstance(result, torch.Tensor) and result.dim() >= 4 and result.numel():
             self._stats.add(name, "sdpa", result, -3)
 
     def on_mha(self, name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
