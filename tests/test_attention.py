@@ -93,12 +93,16 @@ def test_probes_leave_transformer_outputs_and_gradients_bitwise_equal(kind, atte
         out_b, grad_b = train(kind, watched, 5, run, mask=True, every=1, **options)
         recorded = run.steps("activation")
         steps_with_maps = run.attention_steps() if attention else []
+        # each head's output was measured in those same forwards (nbviz.probes.heads)
+        head_layers = run.recorded_layers("head_rms", table="unit_stats")
+        head_steps = run.unit_stats(head_layers[0], "head_rms")[0]
     assert all(torch.equal(a, b) for a, b in zip(out_a, out_b, strict=True))
     for ga, gb in zip(grad_a, grad_b, strict=True):
         assert all(torch.equal(a, b) for a, b in zip(ga, gb, strict=True))
     for pa, pb in zip(plain.state_dict().values(), watched.state_dict().values(), strict=True):
         assert torch.equal(pa, pb)
     assert list(recorded) == list(range(5))
+    assert len(head_layers) == 2 and list(head_steps) == list(range(5))
     if attention:
         assert list(steps_with_maps) == list(range(5))
     assert watched.training
