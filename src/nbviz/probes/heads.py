@@ -32,7 +32,7 @@ device and copied to the host with the step's other statistics; the mode's
 dispatch of each torch call of the captured forward (a few microseconds each,
 most of them for the probe's own statistics); hooks naming the modules, on during
 that forward only. Measured in CPU time on one thread, a capture step of the
-reference MLP, GPT and encoder costs 7-9% more (1.6, 7 and 7 ms), about 0.2% of
+reference MLP, GPT and encoder costs 7-9% more (1.6, 7 and 7 ms), under 0.5% of
 training at ``every=50``. Not recorded under ``torch.compile`` (the mode would
 break the compiled graph) nor across several ranks. ``probe.set_mask`` does not
 reach them: padded query positions are measured too (they attend to the real
