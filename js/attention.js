@@ -1,6 +1,7 @@
 // AttentionMaps: a layer x head grid of one probe sample's attention maps at the
 // capture in view, a slider over the captures, each head's entropy over training
-// (collapsed and uniform heads marked), and a chosen map opened large with its
+// (collapsed and uniform heads marked) and its output rms at the capture in view
+// (in each map's title and over the large one), and a chosen map opened large with its
 // tokens: a click on a row (a query) or on a token colours what that token attends to.
 import { rgbToCss, viridis } from "./lib/color.js";
 import { el, fillSelect, on, select } from "./lib/dom.js";
@@ -94,6 +95,8 @@ function render({ model, el: root }) {
   let maps = null;
   /** @type {{data: ArrayLike<number>, shape: number[]} | null} */
   let entropy = null;
+  /** @type {any} */
+  let outputRms = null;
   /** @type {ArrayLike<number>} */
   let steps = [];
   /** @type {((e: {clientX: number, clientY: number}) => ({row: number, col: number} | null)) | null} */
@@ -104,6 +107,8 @@ function render({ model, el: root }) {
     maps = m && m.data ? decodeArray(m) : null;
     const e = model.get("entropy");
     entropy = e && e.data ? decodeArray(e) : null;
+    const r = model.get("output_rms");
+    outputRms = r && r.data ? decodeArray(r) : null;
     const s = model.get("capture_steps");
     steps = s && s.data ? decodeArray(s).data : [];
   };
@@ -114,6 +119,18 @@ function render({ model, el: root }) {
     const [layer, head] = sel;
     if (layer < 0 || layer >= maps.shape[0] || head < 0 || head >= maps.shape[1]) return null;
     return { layer, head };
+  };
+
+  // a head's entropy and output rms at the capture in view, as text ("" when neither is known)
+  const headText = (/** @type {number} */ l, /** @type {number} */ h) => {
+    const i = Array.prototype.indexOf.call(steps, model.get("shown_step"));
+    if (i < 0 || !entropy) return "";
+    const [, heads, n] = entropy.shape;
+    const at = (/** @type {any} */ a) => (a ? a.data[(l * heads + h) * n + i] : NaN);
+    const parts = [];
+    if (Number.isFinite(at(entropy))) parts.push(`entropy ${formatNumber(at(entropy))}`);
+    if (Number.isFinite(at(outputRms))) parts.push(`output rms ${formatNumber(at(outputRms))}`);
+    return parts.join(", ");
   };
 
   const drawGrid = () => {
@@ -132,7 +149,11 @@ function render({ model, el: root }) {
         const canvas = /** @type {HTMLCanvasElement} */ (
           el("canvas", {
             class: ["nbviz-attn-cell", flags[l * heads + h] ? `nbviz-${flags[l * heads + h]}` : ""],
-            attrs: { "data-layer": l, "data-head": h, title: `${names[l] ?? ""} head ${h}${flags[l * heads + h] ? ` (${flags[l * heads + h]})` : ""}` },
+            attrs: {
+              "data-layer": l,
+              "data-head": h,
+              title: [`${names[l] ?? ""} head ${h}${flags[l * heads + h] ? ` (${flags[l * heads + h]})` : ""}`, headText(l, h)].filter(Boolean).join(": "),
+            },
           })
         );
         if (sel && sel.layer === l && sel.head === h) canvas.classList.add("nbviz-selected");
@@ -221,7 +242,8 @@ function render({ model, el: root }) {
     const [, , q, k] = maps.shape;
     const { values, raw } = mapOf(maps.data, maps.shape, sel.layer, sel.head);
     const query = model.get("query");
-    bigTitle.textContent = `${names[sel.layer] ?? ""}, head ${sel.head} (step ${formatStep(model.get("shown_step"))}): rows are queries, columns keys`;
+    const stats = headText(sel.layer, sel.head);
+    bigTitle.textContent = `${names[sel.layer] ?? ""}, head ${sel.head} (step ${formatStep(model.get("shown_step"))}${stats ? `; ${stats}` : ""}): rows are queries, columns keys`;
     const drawn = drawHeatmap(big, values, {
       rows: q,
       cols: k,
@@ -304,7 +326,7 @@ function render({ model, el: root }) {
       },
       click: (cell) => save(model, { query: cell.row }),
     }),
-    listen(model, ["maps", "entropy", "capture_steps"], () => {
+    listen(model, ["maps", "entropy", "output_rms", "capture_steps"], () => {
       decode();
       draw();
     }),

@@ -92,7 +92,7 @@ function render({ model, el: root }) {
       el("div", { class: "nbviz-lb-charts" }, charts.boxes),
       title("histograms at this step"),
       histBox,
-      title("dead map: fraction of the batch on which each unit was zero (units \u00d7 steps)"),
+      deadTitle,
       deadBox,
       title("what each unit responds to: the samples that excite it most and least"),
       unitBox,
@@ -104,9 +104,13 @@ function render({ model, el: root }) {
     drawHists();
   };
 
+  const deadTitle = el("div", { class: "nbviz-lb-chart-title nbviz-lb-dead-title" });
   const buildDead = () => {
     dead?.remove();
-    dead = deadMap(model.get("dead_map") ?? {});
+    const dm = model.get("dead_map") ?? {};
+    // an attention layer's heads map says what it shows (dead_map.title)
+    deadTitle.textContent = dm.title || "dead map: fraction of the batch on which each unit was zero (units \u00d7 steps)";
+    dead = deadMap(dm);
     deadBox.replaceChildren(...dead.el);
   };
 

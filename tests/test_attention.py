@@ -93,12 +93,16 @@ def test_probes_leave_transformer_outputs_and_gradients_bitwise_equal(kind, atte
         out_b, grad_b = train(kind, watched, 5, run, mask=True, every=1, **options)
         recorded = run.steps("activation")
         steps_with_maps = run.attention_steps() if attention else []
+        # each head's output was measured in those same forwards (nbviz.probes.heads)
+        head_layers = run.recorded_layers("head_rms", table="unit_stats")
+        head_steps = run.unit_stats(head_layers[0], "head_rms")[0]
     assert all(torch.equal(a, b) for a, b in zip(out_a, out_b, strict=True))
     for ga, gb in zip(grad_a, grad_b, strict=True):
         assert all(torch.equal(a, b) for a, b in zip(ga, gb, strict=True))
     for pa, pb in zip(plain.state_dict().values(), watched.state_dict().values(), strict=True):
         assert torch.equal(pa, pb)
     assert list(recorded) == list(range(5))
+    assert len(head_layers) == 2 and list(head_steps) == list(range(5))
     if attention:
         assert list(steps_with_maps) == list(range(5))
     assert watched.training
@@ -157,14 +161,16 @@ def test_multihead_attention_maps_equal_a_recomputation_from_its_projections():
         handle.remove()
     assert [c.layer for c in calls] == ["encoder.layers.0.self_attn", "encoder.layers.1.self_attn"]
     x = seen["x"]
-    w_q, w_k, _ = mha.in_proj_weight.chunk(3)
-    b_q, b_k, _ = mha.in_proj_bias.chunk(3)
+    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
+    b_q, b_k, b_v = mha.in_proj_bias.chunk(3)
     heads, d = mha.num_heads, mha.head_dim
     q = (x @ w_q.T + b_q).view(2, -1, heads, d).transpose(1, 2)
     k = (x @ w_k.T + b_k).view(2, -1, heads, d).transpose(1, 2)
+    v = (x @ w_v.T + b_v).view(2, -1, heads, d).transpose(1, 2)
     expected = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), dim=-1)
     torch.testing.assert_close(calls[0].weights, expected.detach(), rtol=1e-4, atol=1e-5)
-    assert calls[0].output is None  # heads are mixed before nn.MultiheadAttention returns
+    # each head's output, read before nn.MultiheadAttention mixes the heads
+    torch.testing.assert_close(calls[0].output, (expected @ v).detach(), rtol=1e-4, atol=1e-5)
 
 
 def test_a_key_padding_mask_and_grouped_heads_are_applied_as_the_call_applies_them():

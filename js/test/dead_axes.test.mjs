@@ -40,4 +40,30 @@ describe("dead map axes", () => {
     assert.equal(find(frame, "nbviz-lb-dead").length, 1);
     map.remove();
   });
+
+  it("an attention layer's heads map labels its rows 'head' and names the dead head", () => {
+    const map = deadMap({
+      units: 3,
+      axis: "head",
+      steps: encodeArray(Float64Array.from([0, 10])),
+      values: encodeArray(Float32Array.from([0, 1, 0.01, 0, 1, 0])),
+      rms: encodeArray(Float32Array.from([0.5, 0, 0.4, 0.6, 0, 0.5])),
+      max_abs: encodeArray(Float32Array.from([2, 0, 1, 2, 0, 1])),
+    });
+    map.draw(10, 400);
+    assert.equal(map.el[0].getAttribute("data-axis"), "head");
+    const dead = find(map.el[2], "nbviz-lb-dead-heads")[0] ?? map.el[2];
+    assert.equal(dead.getAttribute("data-dead"), "1");
+    assert.match(dead.textContent, /dead: head 1 \(output ~0 at every capture shown\)/);
+    assert.match(map.el[1].textContent, /~0 everywhere \(dead\)/);
+    map.remove();
+  });
+
+  it("a unit map keeps its 'unit' axis and names no dead head", () => {
+    const map = deadMap({ units: 1, steps: encodeArray(Float64Array.from([0])), values: encodeArray(Float32Array.from([1])) });
+    map.draw(0, 300);
+    assert.equal(map.el[0].getAttribute("data-axis"), "unit");
+    assert.equal(map.el.length, 3);
+    map.remove();
+  });
 });

@@ -1,5 +1,5 @@
-// The axes of a LayerBrowser dead map: unit indices left of the rows ("unit"),
-// the steps of some columns under them ("step"). Canvases beside the heatmap's,
+// The axes of a LayerBrowser dead map: unit indices left of the rows ("unit", or
+// "head" for an attention layer's heads), the steps of some columns under them ("step"). Canvases beside the heatmap's,
 // so the heatmap keeps its own pixels and lookups.
 import { niceTicks } from "../axis.js";
 import { el } from "../dom.js";
@@ -42,12 +42,13 @@ export function stepColumns(steps, width) {
 /**
  * The two axis canvases and the grid that places them around `map`.
  * @param {HTMLCanvasElement} map
+ * @param {string} [label]  what a row is ("unit" by default)
  * @returns {{el: HTMLElement, draw: (units: number, steps: ArrayLike<number>, width: number, height: number) => void}}
  */
-export function deadAxes(map) {
+export function deadAxes(map, label = "unit") {
   const left = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-dead-units" }));
   const bottom = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-dead-steps" }));
-  const frame = el("div", { class: "nbviz-lb-dead-frame" }, [left, map, el("div"), bottom]);
+  const frame = el("div", { class: "nbviz-lb-dead-frame", attrs: { "data-axis": label } }, [left, map, el("div"), bottom]);
   Object.assign(frame.style, { display: "grid", gridTemplateColumns: `${AXIS_LEFT}px auto`, justifyContent: "start" });
   return {
     el: frame,
@@ -65,7 +66,7 @@ export function deadAxes(map) {
       lc.translate(8, height / 2);
       lc.rotate(-Math.PI / 2);
       lc.textAlign = "center";
-      lc.fillText("unit", 0, 0);
+      lc.fillText(label, 0, 0);
       lc.restore();
       const bc = sizeCanvas(bottom, width, AXIS_BOTTOM);
       bc.fillStyle = theme.muted;

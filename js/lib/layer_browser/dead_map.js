@@ -3,10 +3,13 @@
 // column outlined, unit indices and steps on its axes, and a read-out of the
 // cell under the pointer. A unit that saw NaN/inf at a capture has no zero
 // fraction: its cell is red (non-finite), never the colour of a dead unit, and a
-// legend under the map counts such cells.
+// legend under the map counts such cells. An attention layer's heads (`axis`
+// "head") read the same way: the fraction of each head's output that is ~0, a
+// dead head ~0 at every capture (named under the map), its output RMS and
+// largest |value| in the read-out.
 import { rgbToCss, sequentialScale, viridis } from "../color.js";
 import { el } from "../dom.js";
-import { formatStep } from "../format.js";
+import { formatNumber, formatStep } from "../format.js";
 import { bindCells, drawHeatmap } from "../heatmap.js";
 import { NONFINITE_CSS, NONFINITE_RGB } from "../nonfinite.js";
 import { floorIndex } from "../steps.js";
@@ -24,8 +27,10 @@ export function deadMap(dm) {
     const text = dm.notice || "no per-unit statistics for this layer";
     return { el: [el("div", { class: "nbviz-muted nbviz-lb-dead-empty", text })], draw: () => {}, remove: () => {} };
   }
+  const heads = dm.axis === "head";
+  const row = heads ? "head" : "unit";
   const canvas = /** @type {HTMLCanvasElement} */ (el("canvas", { class: "nbviz-lb-dead" }));
-  const axes = deadAxes(canvas);
+  const axes = deadAxes(canvas, row);
   const caption = el("div", { class: "nbviz-lb-caption nbviz-lb-dead-caption", text: dm.notice ? `showing ${dm.notice}` : "" });
   const steps = arr(dm.steps);
   const values = arr(dm.values); // [captures, units] row-major
@@ -50,9 +55,9 @@ export function deadMap(dm) {
   const swatch = (/** @type {string} */ color) => el("span", { class: "nbviz-lb-swatch", style: { background: color } });
   const legend = el("div", { class: "nbviz-lb-caption nbviz-lb-dead-legend" }, [
     swatch(rgbToCss(viridis(0))),
-    " never zero \u2026 ",
+    heads ? " never ~0 \u2026 " : " never zero \u2026 ",
     swatch(rgbToCss(viridis(1))),
-    " zero on the whole batch (dead)",
+    heads ? " ~0 everywhere (dead)" : " zero on the whole batch (dead)",
     ...(badCells
       ? [
           "  ",
@@ -66,18 +71,41 @@ export function deadMap(dm) {
         ]
       : []),
   ]);
+  const rms = heads && dm.rms ? arr(dm.rms) : null;
+  const peak = heads && dm.max_abs ? arr(dm.max_abs) : null;
+  /** @type {HTMLElement[]} */
+  const extra = [];
+  if (heads) {
+    // a head ~0 at every capture shown is dead: say which, in words
+    const dead = [];
+    for (let u = 0; u < units; u++) {
+      let all = cols > 0;
+      for (let j = 0; j < cols && all; j++) all = values[j * units + u] >= 0.999;
+      if (all) dead.push(u);
+    }
+    const text = dead.length
+      ? `dead: ${dead.length === 1 ? "head" : "heads"} ${dead.join(", ")} (output ~0 at every capture shown)`
+      : "no head is ~0 at every capture shown";
+    extra.push(el("div", { class: "nbviz-lb-caption nbviz-lb-dead-heads", attrs: { "data-dead": dead.join(",") }, text }));
+  }
   /** @type {import("../heatmap.js").CellLookup} */
   let lookup = null;
   const remove = bindCells(canvas, () => lookup, {
     hover: (cell) => {
       if (!cell) return;
-      const v = values[cell.col * units + cell.row];
-      const at = `unit ${cell.row} at step ${formatStep(steps[cell.col])}`;
-      caption.textContent = Number.isFinite(v) ? `${at}: zero on ${(v * 100).toFixed(0)}% of the batch` : `${at}: non-finite values (NaN/inf)`;
+      const k = cell.col * units + cell.row;
+      const v = values[k];
+      const at = `${row} ${cell.row} at step ${formatStep(steps[cell.col])}`;
+      if (!Number.isFinite(v)) caption.textContent = `${at}: non-finite values (NaN/inf)`;
+      else if (!heads) caption.textContent = `${at}: zero on ${(v * 100).toFixed(0)}% of the batch`;
+      else {
+        const sizes = rms && peak ? `output rms ${formatNumber(rms[k])}, max |x| ${formatNumber(peak[k])}, ` : "";
+        caption.textContent = `${at}: ${sizes}~0 on ${(v * 100).toFixed(0)}% of its output`;
+      }
     },
   });
   return {
-    el: [axes.el, legend, caption],
+    el: [axes.el, legend, ...extra, caption],
     draw(step, full) {
       const width = Math.max(120, full - AXIS_LEFT);
       const height = Math.max(60, Math.min(320, units * 4));

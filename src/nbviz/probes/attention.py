@@ -13,11 +13,15 @@ that one forward a :class:`~torch.overrides.TorchFunctionMode` sees every call o
 * ``F.multi_head_attention_forward`` (``nn.MultiheadAttention``, and so
   ``nn.TransformerEncoder``/``Decoder`` layers, whose fast path is off while a
   mode is active): called once more with ``need_weights=True,
-  average_attn_weights=False`` for the per-head map, and once as the model asked.
+  average_attn_weights=False`` for the per-head map, and once as the model asked,
+  its heads' output read where the call concatenates them before its output
+  projection (:func:`mha_with_heads`).
 
 Each call is named after the innermost module running it (``blocks.0.attn``,
 ``encoder.layers.1.self_attn``; a second call inside one module gets ``#1``).
-Models that compute ``softmax(q @ k.T)`` by hand are not seen.
+Models that compute ``softmax(q @ k.T)`` by hand are not seen. The same
+discovery (:class:`AttentionCalls`, :class:`ModuleStack`) gives the per-head
+output statistics of the training forward itself (:mod:`nbviz.probes.heads`).
 
 Cost, bounded: one forward of at most :data:`MAX_SAMPLES` samples per histogram
 step, plus one ``q k^T`` per attention call; stored per layer and capture
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +49,10 @@ __all__ = [
     "MAX_SAMPLES",
     "MAX_TOKENS",
     "AttentionCall",
+    "AttentionCalls",
+    "ModuleStack",
     "head_statistics",
+    "mha_with_heads",
     "record_attention",
     "sdpa_weights",
 ]
@@ -56,7 +64,7 @@ MAX_TOKENS = 256
 #: Per sample and head: mean normalised entropy of the queries' distributions
 #: (0 = each query looks at one key, 1 = uniform over the keys it may see), mean
 #: of each query's largest weight, and the RMS of the head's output (NaN where the
-#: call does not show it: nn.MultiheadAttention mixes heads before returning).
+#: call does not show it).
 HEAD_STATS = ("entropy", "max_weight", "output_rms")
 
 _SDPA = F.scaled_dot_product_attention
@@ -178,13 +186,18 @@ def _mha_seen(arguments: dict[str, Any], w: torch.Tensor) -> torch.Tensor:
     return (~out).sum(-1).float()
 
 
-class _AttentionMode(TorchFunctionMode):
-    """Sees the attention calls of one forward; runs every call as it was made."""
+class AttentionCalls(TorchFunctionMode):
+    """Sees the attention calls made while it is on, and runs every call as it was made.
 
-    def __init__(self, where: Callable[[], str], out: list[AttentionCall]) -> None:
+    Each call is named after the innermost module running it (``where()``), a
+    second call inside one module getting ``#1``; subclasses say what to keep of
+    an ``F.scaled_dot_product_attention`` call (:meth:`on_sdpa`, after it ran)
+    and run an ``F.multi_head_attention_forward`` call (:meth:`on_mha`).
+    """
+
+    def __init__(self, where: Callable[[], str]) -> None:
         super().__init__()
         self._where = where
-        self._out = out
         self._seen: dict[str, int] = {}
 
     def _name(self) -> str:
@@ -197,24 +210,106 @@ class _AttentionMode(TorchFunctionMode):
         kwargs = kwargs or {}
         if func is _SDPA:
             result = func(*args, **kwargs)
-            self._sdpa(args, kwargs, result)
+            names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale")
+            given = dict(zip(names, args, strict=False))
+            given.update(kwargs)
+            self.on_sdpa(self._name(), given, result)
             return result
         if func is _MHA:
-            bound = _MHA_SIGNATURE.bind(*args, **kwargs)
-            bound.arguments["need_weights"] = True
-            bound.arguments["average_attn_weights"] = False
-            _, weights = func(*bound.args, **bound.kwargs)
-            if weights is not None:
-                w = _as_samples(weights.float())
-                seen = _mha_seen(bound.arguments, w)
-                self._out.append(AttentionCall(self._name(), w, None, "mha", seen))
-            return func(*args, **kwargs)
+            return self.on_mha(self._name(), args, kwargs)
         return func(*args, **kwargs)
 
-    def _sdpa(self, args: Sequence[Any], kwargs: dict[str, Any], result: Any) -> None:
-        names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale")
-        given = dict(zip(names, args, strict=False))
-        given.update(kwargs)
+    def on_sdpa(self, name: str, given: dict[str, Any], result: Any) -> None:
+        """An attention call named ``name`` with arguments ``given`` returned ``result``."""
+
+    def on_mha(self, name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        """Run ``F.multi_head_attention_forward(*args, **kwargs)``, named ``name``."""
+        return _MHA(*args, **kwargs)
+
+
+def _unchecked(fn: Callable[..., Any]) -> Callable[..., Any] | None:
+    """``fn``'s own code, with its first step (handing the call to an active
+    ``TorchFunctionMode``) skipped: the calls it makes are still handed to one.
+
+    None when ``fn`` is not written that way (another torch version).
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None or "has_torch_function" not in code.co_names:
+        return None
+    scope = dict(fn.__globals__)
+    scope["has_torch_function"] = lambda *_: False
+    body = types.FunctionType(code, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    body.__kwdefaults__ = fn.__kwdefaults__
+    return body
+
+
+_MHA_BODY: list[Callable[..., Any] | None] = []
+
+
+class _SeesOutProjInput(TorchFunctionMode):
+    """Keeps the input of the ``F.linear`` call with weight ``weight`` (and runs every call)."""
+
+    def __init__(self, weight: Any) -> None:
+        super().__init__()
+        self._weight = weight
+        self.seen: torch.Tensor | None = None
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func is F.linear and self.seen is None and len(args) > 1 and args[1] is self._weight:
+            self.seen = args[0]
+        return func(*args, **kwargs)
+
+
+def mha_with_heads(args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[Any, torch.Tensor | None]:
+    """``F.multi_head_attention_forward(*args, **kwargs)``, run once as given, and its
+    heads' output as ``(batch, heads, tokens, head_dim)``.
+
+    The heads are read where the call concatenates them before its output
+    projection (with and without ``need_weights``): the input of its ``F.linear``
+    with ``out_proj_weight``, ``(tokens * batch, heads * head_dim)``, token-major,
+    head ``h`` in columns ``h * head_dim`` to ``(h + 1) * head_dim``. None where
+    torch's own code cannot be followed into (the call then runs as usual). Call
+    it with no mode of one's own active (inside ``__torch_function__``).
+    """
+    if not _MHA_BODY:
+        _MHA_BODY.append(_unchecked(_MHA))
+    body = _MHA_BODY[0]
+    arguments = _MHA_SIGNATURE.bind(*args, **kwargs).arguments
+    weight = arguments.get("out_proj_weight")
+    if body is None or not isinstance(weight, torch.Tensor):
+        return _MHA(*args, **kwargs), None
+    watch = _SeesOutProjInput(weight)
+    with watch:
+        result = body(*args, **kwargs)
+    cat, query, heads = watch.seen, arguments["query"], int(arguments["num_heads"])
+    tokens = query.shape[0]
+    batch = query.shape[1] if query.dim() == 3 else 1
+    if cat is None or cat.dim() != 2 or cat.shape[0] != tokens * batch or cat.shape[1] % heads:
+        return result, None
+    return result, cat.view(tokens, batch, heads, -1).permute(1, 2, 0, 3)
+
+
+class _AttentionMode(AttentionCalls):
+    """The maps of one probe forward: each call's weights, and its heads' output."""
+
+    def __init__(self, where: Callable[[], str], out: list[AttentionCall]) -> None:
+        super().__init__(where)
+        self._out = out
+
+    def on_mha(self, name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        bound = _MHA_SIGNATURE.bind(*args, **kwargs)
+        bound.arguments["need_weights"] = True
+        bound.arguments["average_attn_weights"] = False
+        _, weights = _MHA(*bound.args, **bound.kwargs)
+        result, output = mha_with_heads(args, kwargs)
+        if weights is not None:
+            w = _as_samples(weights.float())
+            seen = _mha_seen(bound.arguments, w)
+            self._out.append(AttentionCall(name, w, output, "mha", seen))
+        return result
+
+    def on_sdpa(self, name: str, given: dict[str, Any], result: Any) -> None:
         q, k = given["query"], given["key"]
         if q.dim() < 3:
             return
@@ -226,7 +321,7 @@ class _AttentionMode(TorchFunctionMode):
         w = _as_samples(weights)
         self._out.append(
             AttentionCall(
-                self._name(),
+                name,
                 w,
                 None if output is None else _as_samples(output),
                 seen=seen.reshape(w.shape[:-1]),
@@ -245,18 +340,41 @@ def call_model(model: nn.Module, inputs: Any) -> Any:
 
 
 @dataclass
-class _Stack:
-    """The names of the modules running, innermost last."""
+class ModuleStack:
+    """The names of the modules running, innermost last, kept by hooks on the modules.
+
+    Hooks are global state on someone else's model: :meth:`remove` takes off every
+    hook :meth:`attach` added (the pop hooks run even when a forward raises).
+    """
 
     names: list[str] = field(default_factory=lambda: [""])
+    handles: list[Any] = field(default_factory=list)
 
-    def push(self, name: str) -> Callable[..., None]:
+    def attach(self, model: nn.Module, names: dict[int, str]) -> None:
+        """Hooks on each module of ``model`` named in ``names`` (``id(module) -> name``)."""
+        for m in model.modules():
+            name = names.get(id(m))
+            if name is None:
+                continue
+            self.handles.append(m.register_forward_pre_hook(self._push(name)))
+            self.handles.append(m.register_forward_hook(self._pop, always_call=True))
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
+        del self.names[1:]
+
+    def innermost(self) -> str:
+        return self.names[-1]
+
+    def _push(self, name: str) -> Callable[..., None]:
         def pre(*_: Any) -> None:
             self.names.append(name)
 
         return pre
 
-    def pop(self, *_: Any) -> None:
+    def _pop(self, *_: Any) -> None:
         if len(self.names) > 1:
             self.names.pop()
 
@@ -272,24 +390,19 @@ def record_attention(
     """
     if names is None:
         names = {id(m): n for n, m in model.named_modules() if n}
-    stack = _Stack()
-    handles = []
-    modules = [m for m in model.modules() if id(m) in names]
-    for m in modules:
-        handles.append(m.register_forward_pre_hook(stack.push(names[id(m)])))
-        handles.append(m.register_forward_hook(stack.pop, always_call=True))
+    stack = ModuleStack()
     flags = [(m, m.training) for m in model.modules()]
     calls: list[AttentionCall] = []
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     devices = [device] if device.type == "cuda" else []
     try:
+        stack.attach(model, names)
         with torch.random.fork_rng(devices=devices), torch.no_grad():
             model.eval()
-            with _AttentionMode(lambda: stack.names[-1], calls):
+            with _AttentionMode(stack.innermost, calls):
                 call_model(model, inputs)
     finally:
         for m, flag in flags:
             m.training = flag
-        for h in handles:
-            h.remove()
+        stack.remove()
     return calls

@@ -120,6 +120,8 @@ class StepClock:
             self._start_step()
         self._active = True
         self._checked = None
+        if self._capture is not None and self._heads is not None:
+            self._heads.begin(root)  # ended by an always-called hook (nbviz.probes.hooks)
         if not self._autocast:
             self._autocast = self._autocast_on()
 

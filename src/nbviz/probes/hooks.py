@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from nbviz.probes import finite
+from nbviz.probes.heads import HeadStats
 from nbviz.probes.outputs import describe, find_tensor, path_text
 from nbviz.probes.select import unit_dim
 from nbviz.probes.sentinel import Sentinel
@@ -57,6 +58,7 @@ class ModuleHooks:
     _unit_dims: dict[str, int | None]
     _mask: torch.Tensor | None  # (batch, tokens): True where a position counts
     _outputs_only: frozenset[str]  # modules whose output gradient is not recorded
+    _heads: HeadStats | None  # per-head statistics of attention outputs (capture steps)
 
     def _setup_hooks(self, model: nn.Module) -> None:
         """The sentinel and its slots: the watched modules' outputs, then the parameters."""
@@ -104,12 +106,21 @@ class ModuleHooks:
             self._handles.append(module.register_forward_hook(hook))
         if optimizer is not None:
             self._handles.append(optimizer.register_step_post_hook(_Hook(self._on_optimizer_step)))
+        if self._heads is not None:
+            # ends what the root's pre-hook began on a capture step, also when forward raises
+            end = _Hook(self._end_heads)
+            self._handles.append(root.register_forward_hook(end, always_call=True))
 
     def _detach(self) -> None:
         """Remove every hook this probe added."""
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        if self._heads is not None:
+            self._heads.end()
+
+    def _end_heads(self, module: nn.Module, args: Any, output: Any) -> None:
+        self._heads.end()
 
     def _on_output(self, name: str, slot: int, module: nn.Module, args: Any, output: Any) -> None:
         if not self._active:

@@ -45,6 +45,7 @@ class StepMeasure:
     _prev: list[torch.Tensor]  # the weights when the capture step began, then scratch
     captures: int
     _attention: Any  # the attention= capture (nbviz.probes.attention_capture), or None
+    _heads: Any  # per-head statistics (nbviz.probes.heads.HeadStats), or None
 
     def _setup_measure(self) -> None:
         self._capture = None
@@ -125,6 +126,9 @@ class StepMeasure:
                 extra.append(torch.stack([*init_dist, *update]))
                 for (name, _), w in zip(self.params, current, strict=True):
                     capture.add_raw((name, "weight"), w, self._hist_for(name, "weight"))
+        heads = self._heads.take() if self._heads is not None else None
+        if heads is not None:
+            extra.append(heads)
         extra.append(self._sentinel.first_bad)
         if self._dist is not None:
             extra.append(self._checksums_extra())
@@ -134,6 +138,8 @@ class StepMeasure:
         norms = extras[0] if self._watch_weights else None
         if self._dist is None:
             self._emit(results, norms)
+            if heads is not None:
+                self._emit_heads(extras[1 if self._watch_weights else 0])
             self._report_nonfinite(first_bad=extras[-1])
             return
         if self._shard is not None:

@@ -48,6 +48,7 @@ from torch import nn
 from nbviz.probes import distributed as dd
 from nbviz.probes.attention_capture import attention_capture
 from nbviz.probes.clock import StepClock
+from nbviz.probes.heads import head_stats
 from nbviz.probes.hooks import ModuleHooks
 from nbviz.probes.measure import StepMeasure
 from nbviz.probes.records import Records, Sink
@@ -115,7 +116,8 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
     ``rank_shards`` (several ranks only) also writes each rank's own statistics
     to ``<run>/ranks/<rank>/``; ``attention`` a fixed probe batch whose attention
     maps are recorded every ``hist_every`` steps, ``tokens`` the text of its
-    positions (see :mod:`nbviz.probes.attention_capture`). ``probe.set_mask(mask)``
+    positions (see :mod:`nbviz.probes.attention_capture`). Each attention head's
+    output is measured with the activations (:mod:`nbviz.probes.heads`). ``probe.set_mask(mask)``
     leaves padding out of the statistics (see :meth:`Probe.set_mask`).
     """
 
@@ -273,6 +275,13 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
             )
         self._attention = attention_capture(
             model._orig_mod if self.compiled else model, attention, tokens, prefix
+        )
+        # per-head statistics of attention outputs come with the activations
+        self._heads = head_stats(
+            model,
+            prefix,
+            [n for n, _ in self.modules],
+            enabled=self._watch_acts and not self.compiled and dist is None,
         )
         self._mask: torch.Tensor | None = None
         self._setup_hooks(model)

@@ -4,7 +4,9 @@ The capture (:mod:`nbviz.probes.measure`) ends in one :class:`~nbviz.probes.stat
 per (layer, signal); here they become ``layer_stats``, ``histograms`` and
 ``unit_stats`` rows (the update norms and distances from init beside them), the
 sentinel's first non-finite step per layer becomes a ``nonfinite`` event, and
-the probe's configuration and the model summary go to the run's meta. Apart
+the probe's configuration and the model summary go to the run's meta; the
+attention heads' statistics (:mod:`nbviz.probes.heads`) become ``unit_stats``
+rows of ``<module>/heads`` pseudo-layers. Apart
 from the summary, written once when the first step ends, nothing here runs on a
 step that is not captured, except at ``flush()`` and ``close()``.
 """
@@ -119,6 +121,15 @@ class Records:
         if unit_rows:
             sink.insert("unit_stats", unit_rows)
         self._record_optimizer(sink)
+
+    def _emit_heads(self, values: np.ndarray) -> None:
+        """The step's per-head ``unit_stats`` rows (:mod:`nbviz.probes.heads`), and the
+        meta ``heads`` when a pseudo-layer shows for the first time."""
+        rows, grew = self._heads.rows(self._tag, values)
+        if rows:
+            self._sink.insert("unit_stats", rows)
+        if grew:
+            self._set_meta("heads", {"layers": self._heads.known, "notes": self._heads.notes})
 
     def _record_optimizer(self, sink: Any) -> None:
         """The optimizer's parameter groups at this capture step (with ``optimizer=``).

@@ -5,9 +5,10 @@ maps, one row per attention layer and one column per head, for a chosen sample
 of the probe batch at the capture in view (the latest at or before ``step``);
 each head's entropy over the captures beside it (mean over the probe samples;
 near 0 a head looks at one token, "collapsed", near 1 it spreads evenly,
-"uniform"); a click on a map opens it large with its tokens, and a click on a
-query token (a row of the map, or the token itself) colours the tokens it
-attends to.
+"uniform"), and with it, on each map and over the large one, the head's output
+RMS at the capture in view (0 for a dead head); a click on a map opens it large
+with its tokens, and a click on a query token (a row of the map, or the token
+itself) colours the tokens it attends to.
 
 Traits the browser sets: ``step`` (the slider over the captures), ``sample``,
 ``selected`` (``[layer index, head]`` or empty) and ``query`` (a position, or -1).
@@ -26,7 +27,7 @@ from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 from nbviz.widgets.view_data import frame, heatmap_figure
 from nbviz.widgets.wire import array_from_payload, array_trait_payload
 
-__all__ = ["COLLAPSED", "UNIFORM", "AttentionMaps", "head_flags"]
+__all__ = ["COLLAPSED", "DEAD", "UNIFORM", "AttentionMaps", "head_flags"]
 
 COLLAPSED = 0.15
 """A head whose mean normalised entropy is below this looks at about one token."""
@@ -34,11 +35,25 @@ UNIFORM = 0.97
 """A head whose mean normalised entropy is above this spreads its attention evenly."""
 
 
-def head_flags(entropy: np.ndarray) -> list[str]:
-    """Per head, ``"collapsed"``, ``"uniform"`` or ``""`` from its latest entropy."""
+DEAD = 1e-3
+"""A head whose output RMS is at most this fraction of its layer's largest is dead."""
+
+
+def head_flags(entropy: np.ndarray, output_rms: np.ndarray | None = None) -> list[str]:
+    """Per head, ``"dead"``, ``"collapsed"``, ``"uniform"`` or ``""`` from its latest
+    entropy and output RMS (``(layers, heads)``, or flat without ``output_rms``): a
+    head whose output is ~0 beside its layer's others is dead, whatever it looks at."""
+    dead = np.zeros(np.size(entropy), dtype=bool)
+    if output_rms is not None:
+        rms = np.atleast_2d(np.asarray(output_rms, dtype=float))
+        with np.errstate(invalid="ignore"):
+            top = np.nanmax(np.where(np.isfinite(rms), rms, np.nan), axis=1, initial=0.0)
+            dead = ((rms <= DEAD * top[:, None]) & (top[:, None] > 0)).reshape(-1)
     out = []
-    for value in np.asarray(entropy, dtype=float):
-        if not np.isfinite(value):
+    for value, is_dead in zip(np.asarray(entropy, dtype=float).reshape(-1), dead, strict=True):
+        if is_dead:
+            out.append("dead")
+        elif not np.isfinite(value):
             out.append("")
         elif value < COLLAPSED:
             out.append("collapsed")
@@ -88,6 +103,9 @@ class AttentionMaps(LiveView):
     flags = traitlets.List(traitlets.Unicode(), help="Per layer*heads: collapsed/uniform/''.").tag(
         sync=True
     )
+    output_rms = traitlets.Dict(
+        help="(layers, heads, captures) mean RMS of each head's output (NaN: not shown)."
+    ).tag(sync=True)
 
     _heads = 0
 
@@ -140,15 +158,23 @@ class AttentionMaps(LiveView):
         heads = int(stats["head"].max()) + 1 if len(stats) else 0
         self._heads = heads
         grid = np.full((len(self.layers), heads, len(steps)), np.nan, dtype=np.float32)
+        rms = grid.copy()
         if len(stats):
-            mean = stats.groupby(["layer", "head", "step"], sort=False)["entropy"].mean()
+            mean = stats.groupby(["layer", "head", "step"], sort=False)[
+                ["entropy", "output_rms"]
+            ].mean()
             li = {n: i for i, n in enumerate(self.layers)}
             si = {int(s): i for i, s in enumerate(steps)}
-            for (layer, head, step), value in mean.items():
+            for (layer, head, step), (value, out) in zip(
+                mean.index, mean.to_numpy(dtype=np.float64), strict=True
+            ):
                 grid[li[layer], int(head), si[int(step)]] = value
+                rms[li[layer], int(head), si[int(step)]] = out
         self.entropy = array_trait_payload(grid, dtype="<f4")
+        self.output_rms = array_trait_payload(rms, dtype="<f4")
         last = grid[:, :, -1] if grid.shape[2] else grid[:, :, :0].reshape(len(self.layers), -1)
-        self.flags = head_flags(last.reshape(-1)) if last.size else []
+        last_rms = rms[:, :, -1] if rms.shape[2] else None
+        self.flags = head_flags(last.reshape(-1), last_rms) if last.size else []
 
     def _fill_maps(self) -> None:
         if not self.layers:
@@ -298,6 +324,7 @@ AttentionMaps._css = view_css(
 .nbviz-attn-cell.nbviz-selected { border-color: #d81b60; }
 .nbviz-attn-cell.nbviz-collapsed { outline: 2px dashed #c62828; }
 .nbviz-attn-cell.nbviz-uniform { outline: 2px dashed #1565c0; }
+.nbviz-attn-cell.nbviz-dead { outline: 2px solid #616161; opacity: 0.55; }
 .nbviz-attn-detail { display: flex; flex-direction: column; gap: 6px; max-width: 520px; }
 .nbviz-attn-big { cursor: crosshair; }
 .nbviz-attn-tokens { display: flex; flex-wrap: wrap; gap: 2px; font-family: monospace; }

@@ -7,7 +7,9 @@ output) and the update/weight ratio (:mod:`nbviz.widgets.layer_table`).
 Selecting a layer fills its detail (:mod:`nbviz.widgets.layer_detail`):
 activation, gradient and weight statistics over the steps; its histograms at
 the current step; the per-unit dead map (units x steps of the fraction of
-the batch on which a unit was zero); and what each unit responds to
+the batch on which a unit was zero; for an attention layer's ``<module>/heads``
+row, heads x steps of the fraction of each head's output that is ~0, see
+:mod:`nbviz.probes.heads`); and what each unit responds to
 (:mod:`nbviz.widgets.unit_explorer`): for a layer whose per-sample unit
 summaries ``run.evaluate(..., units_layer=...)`` recorded (or the embedding
 layer, whose input ``run.evaluate`` keeps for the projector), choosing a
@@ -34,13 +36,20 @@ import traitlets
 
 from nbviz.widgets.checks import check_choice, check_split
 from nbviz.widgets.frontend import esm
-from nbviz.widgets.layer_detail import STAT_FIELDS, HistogramsAtStep, dead_map, stats_detail
+from nbviz.widgets.layer_detail import (
+    STAT_FIELDS,
+    HistogramsAtStep,
+    dead_map,
+    heads_map,
+    stats_detail,
+)
 from nbviz.widgets.layer_table import (
     METRICS,
     layer_rows,
     recorded_layers,
     sparklines,
     values_at,
+    with_head_rows,
 )
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
 from nbviz.widgets.splits import choose_split
@@ -179,6 +188,7 @@ class LayerBrowser(LiveView):
         shapes = {p["name"]: p.get("shape") for p in probe.get("params", [])}
         self._recorded = recorded_layers(run, index)
         rows = layer_rows(run.layers(), params, set().union(*self._recorded.values()), shapes)
+        rows = with_head_rows(rows, run.meta("heads"))
         self.layers = rows
         self._rows = rows
         self._histograms.clear()
@@ -244,14 +254,19 @@ class LayerBrowser(LiveView):
             self.sample_maps = {}
             self._dead_window = None
             return
-        self.detail = stats_detail(self._run, self._indexes[0], self._recorded, row)
+        if row.get("heads"):  # a <module>/heads pseudo-layer: its heads map is its detail
+            self.detail = {**stats_detail(self._run, self._indexes[0], {}, row), "empty": ""}
+        else:
+            self.detail = stats_detail(self._run, self._indexes[0], self._recorded, row)
         self._fill_dead_map(name)
         self._fill_detail_at()
         self._fill_units()
 
     def _fill_dead_map(self, name: str) -> None:
         steps = self._indexes[0].steps("activation")
-        self.dead_map, self._dead_window = dead_map(self._run, steps, self.step, name)
+        row = self._row(name)
+        read = heads_map if row is not None and row.get("heads") else dead_map
+        self.dead_map, self._dead_window = read(self._run, steps, self.step, name)
 
     def _fill_detail_at(self) -> None:
         name = self.selected_layer
@@ -272,6 +287,10 @@ class LayerBrowser(LiveView):
         name = self.selected_layer
         if not name:
             self.unit_samples = {}
+            return
+        if (self._row(name) or {}).get("heads"):
+            notice = "Attention heads are measured on the training batch: no per-sample values."
+            self.unit_samples = {"layer": name, "n_units": 0, "notice": notice}
             return
         self.unit_samples = self._units.samples(name, self.split, self.step, int(self.unit))
 

@@ -24,6 +24,7 @@ __all__ = [
     "HistogramsAtStep",
     "bucket_stats",
     "dead_map",
+    "heads_map",
     "stats_detail",
 ]
 
@@ -130,6 +131,34 @@ def dead_map(
     ``steps`` are the activation captures. The window is None when every capture
     was read (or none), so that a move of the step needs no new read.
     """
+    return _unit_map(run, steps, step, name, ("zero_frac",), "per-unit zero fractions")
+
+
+#: What a heads map says, beside the map ("axis" labels its rows).
+HEADS_MAP = {
+    "axis": "head",
+    "title": "heads: fraction of each head's output that is ~0 (heads \u00d7 steps; "
+    "a dead head is ~0 at every capture)",
+}
+
+
+def heads_map(
+    run: Any, steps: np.ndarray, step: int, name: str
+) -> tuple[dict[str, Any], tuple[int, int] | None]:
+    """:func:`dead_map` of a ``<module>/heads`` pseudo-layer: heads x steps of the
+    fraction of each head's output that is ~0, with each head's output RMS and
+    largest ``|value|`` beside (``rms``, ``max_abs``: same shape as ``values``)."""
+    payload, window = _unit_map(
+        run, steps, step, name, ("head_zero_frac", "head_rms", "head_max_abs"), "head statistics"
+    )
+    return {**payload, **HEADS_MAP}, window
+
+
+def _unit_map(
+    run: Any, steps: np.ndarray, step: int, name: str, signals: tuple[str, ...], what: str
+) -> tuple[dict[str, Any], tuple[int, int] | None]:
+    """``signals[0]`` of ``name`` per unit near ``step`` (captures x units, at most
+    ``DEAD_COLUMNS`` captures), the other signals beside it, and the window read."""
     i = int(np.searchsorted(steps, step, "right")) - 1
     empty = {
         "layer": name,
@@ -147,9 +176,10 @@ def dead_map(
         lo = int(steps[max(0, i - DEAD_WINDOW + 1)])
         hi = int(steps[min(len(steps) - 1, i + DEAD_WINDOW // 10)])
     try:
-        ust, values = run.unit_stats(name, "zero_frac", step_range=(lo, hi))
+        read = [run.unit_stats(name, s, step_range=(lo, hi)) for s in signals]
     except (ValueError, KeyError):
-        return {**empty, "notice": f"no per-unit zero fractions recorded for {name!r}"}, None
+        return {**empty, "notice": f"no {what} recorded for {name!r}"}, None
+    ust, values = read[0]
     window = None if full else (lo, hi)
     n, units = values.shape
     if n == 0:
@@ -166,6 +196,9 @@ def dead_map(
         "units": int(units),
         "notice": notice,
     }
+    for signal, (other_steps, other) in zip(signals[1:], read[1:], strict=True):
+        if other.shape == values.shape and np.array_equal(other_steps, ust):
+            payload[signal.removeprefix("head_")] = array_trait_payload(other[keep], dtype="<f4")
     return payload, window
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "recorded_layers",
     "sparklines",
     "values_at",
+    "with_head_rows",
 ]
 
 SPARK_POINTS = 100
@@ -115,6 +116,46 @@ def layer_rows(
                 rec = {"type": "Parameter", "depth": 1, "shape": shape, "params": size}
                 rows.append(_row(name, [name], rec, recorded))
     return rows
+
+
+def with_head_rows(rows: list[dict[str, Any]], heads: Any) -> list[dict[str, Any]]:
+    """``rows`` with a row for each ``<module>/heads`` pseudo-layer of the meta ``heads``
+    (per-head statistics of attention outputs), right after its module's row."""
+    layers = (heads or {}).get("layers") or {}
+    if not layers:
+        return rows
+    by_module: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for name, info in layers.items():
+        by_module.setdefault(str(info.get("module", "")).partition("#")[0], []).append(
+            (str(name), info)
+        )
+    out: list[dict[str, Any]] = []
+    placed: set[str] = set()
+
+    def head_row(name: str, info: dict[str, Any], depth: int) -> dict[str, Any]:
+        n, size = int(info.get("heads") or 0), int(info.get("head_dim") or 0)
+        rec = {
+            "type": "heads",
+            "depth": depth,
+            "shape": f"{n} \u00d7 {size}",
+            "params": 0,
+            "note": "per-head output statistics of the attention call in "
+            f"{info.get('module') or 'the model'}",
+        }
+        row = _row(name, [], rec, set())
+        row["heads"] = n
+        row["recorded"] = True  # its statistics are unit_stats rows
+        return row
+
+    for row in rows:
+        out.append(row)
+        for name, info in sorted(by_module.get(row["name"], [])):
+            out.append(head_row(name, info, row["depth"] + 1))
+            placed.add(name)
+    for name, info in sorted(layers.items()):
+        if name not in placed:
+            out.append(head_row(str(name), info, 1))
+    return out
 
 
 def is_parameter_row(row: dict[str, Any]) -> bool:
