@@ -1,8 +1,10 @@
-"""On-device statistics: the batched histogram binning and its sample."""
+"""On-device statistics: small tensors measured together, the batched histogram binning and
+its sample."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from nbviz.probes import histogram as hg
@@ -132,3 +134,72 @@ def test_unit_counts_and_peaks_of_signed_outputs_from_their_magnitudes():
         np.testing.assert_allclose(sums, x.sum(dim=(0, 1)).numpy(), rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(peaks, x.abs().amax(dim=(0, 1)).numpy())
         assert entry.peaks and entry.units == shape[2]
+
+
+def small_tensors() -> dict[str, torch.Tensor]:
+    """Biases and norm scales as a model has them: some zeros, one strided, one all positive."""
+    torch.manual_seed(1)
+    out = {f"bias {i}": torch.randn(64 + 50 * i) * 0.1 for i in range(9)}
+    out["bias 0"][::4] = 0.0
+    out["norm scale"] = 1.0 + torch.rand(128) * 1e-3  # the moments cancel in float32
+    out["strided"] = torch.randn(600)[::2]
+    return out
+
+
+def expected_summary(x: torch.Tensor) -> dict[str, float]:
+    v = x.double().reshape(-1).numpy()
+    return {
+        "count": v.size,
+        "mean": v.mean(),
+        "std": v.std(),
+        "min": v.min(),
+        "max": v.max(),
+        "zero_frac": float((v == 0).mean()),
+        "nonfinite": 0,
+        "norm": float(np.sqrt((v * v).sum())),
+    }
+
+
+def test_small_tensors_measured_together_match_numpy():
+    tensors = small_tensors()
+    assert all(ts.batchable(x) for x in tensors.values())
+    assert len(tensors) >= ts.BATCH_MIN
+    capture = st.StepCapture(BINS, ts.Scratch(), hg.BinCache())
+    items = [((name, "gradient"), x, known_range(-0.3, 0.3)) for name, x in tensors.items()]
+    measured = capture.measure_clean_many(items)
+    assert all(m[0].known is not None for m in measured)  # all of them in the batch
+    for m in measured:
+        capture.add_measured(m)
+    capture.add_raw_many([((name, "weight"), x, None) for name, x in tensors.items()])
+    flat, _ = capture.to_host()
+    results = st.combine(capture.entries, flat)
+    for name, x in tensors.items():
+        expected = expected_summary(x)
+        for signal in ("gradient", "weight"):
+            got = st.summarize(results[(name, signal)].stats)
+            for key, value in expected.items():
+                assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12), (name, key)
+        sample, _ = hg.hist_sample(x.reshape(-1))
+        counts = results[(name, "gradient")].hist
+        assert np.abs(counts - reference_counts(sample, -0.3, 0.3)).sum() <= 2, name
+
+
+def test_a_non_finite_small_tensor_sends_the_batch_the_clean_way():
+    tensors = small_tensors()
+    tensors["bias 3"][5] = float("nan")
+    tensors["bias 4"][7] = float("inf")
+    capture = st.StepCapture(BINS, ts.Scratch(), hg.BinCache())
+    measured = capture.measure_clean_many([((n, "gradient"), x, None) for n, x in tensors.items()])
+    assert all(m[0].known is None for m in measured)
+    for m in measured:
+        capture.add_measured(m)
+    capture.add_raw_many([((name, "weight"), x, None) for name, x in tensors.items()])
+    flat, _ = capture.to_host()
+    results = st.combine(capture.entries, flat)
+    for signal in ("gradient", "weight"):
+        assert st.summarize(results[("bias 3", signal)].stats)["nonfinite"] == 1
+        assert st.summarize(results[("bias 4", signal)].stats)["nonfinite"] == 1
+        clean = tensors["bias 2"]
+        got = st.summarize(results[("bias 2", signal)].stats)
+        assert got["mean"] == pytest.approx(float(clean.double().mean()), rel=1e-5)
+        assert got["nonfinite"] == 0

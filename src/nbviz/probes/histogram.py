@@ -197,14 +197,19 @@ class BinCache:
 def bin_constants(
     hists: list[HistState], sizes: list[int], like: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per element: ``start`` (one bin below the range), ``1 / width``, the block's first bin."""
-    rows, first = [], 0
+    """Per element: ``start`` (one bin below the range), ``1 / width`` (in ``like``'s
+    dtype), and the block's first bin (an integer tensor)."""
+    rows, firsts, first = [], [], 0
     for h in hists:
         assert h.lo is not None and h.hi is not None
         width = (h.hi - h.lo) / h.bins
-        rows.append((h.lo - width, 1.0 / width, float(first)))
+        rows.append((h.lo - width, 1.0 / width))
+        firsts.append(first)
         first += h.bins + 2
+    counts = torch.tensor(sizes)
     table = torch.tensor(rows, dtype=torch.float64)
-    per = torch.repeat_interleave(table, torch.tensor(sizes), dim=0)
+    per = torch.repeat_interleave(table, counts, dim=0)
     per = per.to(dtype=like.dtype, device=like.device)
-    return per[:, 0].contiguous(), per[:, 1].contiguous(), per[:, 2].contiguous()
+    index_dtype = torch.int32 if first < 2**31 else torch.int64
+    offset = torch.repeat_interleave(torch.tensor(firsts, dtype=index_dtype), counts)
+    return per[:, 0].contiguous(), per[:, 1].contiguous(), offset.to(like.device)

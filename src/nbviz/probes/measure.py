@@ -94,15 +94,18 @@ class StepMeasure:
         its value for that gradient (no second read).
         """
         base = len(self.modules)
+        index: list[int] = []
+        items = []
         for j, (name, p) in enumerate(self.params):
             g = p.grad
             if g is None:
                 continue
             if g.layout != torch.strided:
                 g = g.to_dense()  # a sparse gradient (nn.Embedding(sparse=True)): zeros count
-            parts = capture.measure_clean(
-                (name, "gradient"), g.detach(), None, self._hist_for(name, "gradient")
-            )
+            index.append(j)
+            items.append(((name, "gradient"), g.detach(), self._hist_for(name, "gradient")))
+        # the small gradients (biases, norm scales) are measured together
+        for j, parts in zip(index, capture.measure_clean_many(items), strict=True):
             self._pgrad_parts[j] = parts
             if check:
                 self._sentinel.add(base + j, parts[0].witness)
@@ -124,8 +127,12 @@ class StepMeasure:
                 torch._foreach_sub_(self._prev, self._init)
                 init_dist = torch._foreach_norm(self._prev)
                 extra.append(torch.stack([*init_dist, *update]))
-                for (name, _), w in zip(self.params, current, strict=True):
-                    capture.add_raw((name, "weight"), w, self._hist_for(name, "weight"))
+                capture.add_raw_many(
+                    [
+                        ((name, "weight"), w, self._hist_for(name, "weight"))
+                        for (name, _), w in zip(self.params, current, strict=True)
+                    ]
+                )
         heads = self._heads.take() if self._heads is not None else None
         if heads is not None:
             extra.append(heads)

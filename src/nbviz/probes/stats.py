@@ -52,6 +52,8 @@ class Entry:
     source: torch.Tensor | None = None  # raw entries: the tensor, for the rare clean redo
     vector_sizes: tuple[int, ...] = field(default=())
     peaks: bool = False  # each unit's largest magnitude follows the per-unit sum
+    #: The BATCH_FIELDS values, read on the host already (then ``scalars`` is empty).
+    known: list[float] | None = None
 
 
 #: A clean tensor's numbers, measured but not yet added: its entry, 0-d results, vectors.
@@ -109,6 +111,55 @@ class StepCapture:
         self._histogram(entry, hist_in, vectors, keep=False)
         return entry, scalars, vectors
 
+    def measure_clean_many(
+        self, items: list[tuple[Hashable, torch.Tensor, HistState | None]]
+    ) -> list[Measured]:
+        """``measure_clean`` of several ``(slot, tensor, hist)``, without units.
+
+        The small tensors among them (:func:`~nbviz.probes.tensor_stats.batchable`)
+        are measured together: the same numbers, in a few ops for all of them.
+        """
+        small = [i for i, (_, x, _) in enumerate(items) if ts.batchable(x)]
+        done = self._batch([items[i] for i in small]) if len(small) >= ts.BATCH_MIN else []
+        out: list[Measured | None] = [None] * len(items)
+        for i, measured in zip(small if done else [], done, strict=True):
+            out[i] = measured
+        for i, (slot, x, hist) in enumerate(items):
+            if out[i] is None:
+                out[i] = self.measure_clean(slot, x, None, hist)
+        return out  # type: ignore[return-value]
+
+    def add_raw_many(self, items: list[tuple[Hashable, torch.Tensor, HistState | None]]) -> None:
+        """``add_raw`` of several ``(slot, tensor, hist)``, the small ones measured together."""
+        small = [ts.batchable(x) for _, x, _ in items]
+        if sum(small) >= ts.BATCH_MIN:
+            done = self._batch([it for it, b in zip(items, small, strict=True) if b])
+            if done:
+                for measured in done:
+                    self._add(*measured)
+                items = [it for it, b in zip(items, small, strict=True) if not b]
+        for slot, x, hist in items:
+            self.add_raw(slot, x, hist)
+
+    def _batch(
+        self, items: list[tuple[Hashable, torch.Tensor, HistState | None]]
+    ) -> list[Measured]:
+        """Small finite CPU tensors measured together (none when one of them is not finite)."""
+        parts = ts.batch_parts([x for _, x, _ in items])
+        if parts is None:
+            return []
+        rows, flats = parts
+        fields = ts.BATCH_FIELDS
+        mark = witness(flats[0], fields, [])  # all finite, on the CPU: a constant
+        out: list[Measured] = []
+        for (slot, _, hist), flat, row in zip(items, flats, rows, strict=True):
+            entry = Entry(slot, flat.numel(), (), 0, hist, witness=mark, known=row)
+            vectors: list[torch.Tensor] = []
+            if hist is not None:  # a view of the batch's own copy: nothing changes it
+                self._histogram(entry, HistInput(hist, flat, finite=True), vectors, keep=True)
+            out.append((entry, [], vectors))
+        return out
+
     def add_measured(self, measured: Measured) -> None:
         self._add(*measured)
 
@@ -161,19 +212,20 @@ class StepCapture:
             start, scale, first = self.bin_cache.constants(self._sample_hists, sizes, samples)
         else:
             start, scale, first = bin_constants(self._sample_hists, sizes, samples)
-        idx = samples.sub_(start).mul_(scale).clamp_(0, self.bins + 1).floor_().add_(first)
+        idx = samples.sub_(start).mul_(scale).clamp_(0, self.bins + 1)
         total = len(self._samples) * (self.bins + 2)
         weights = None
         if self._weighted:
             # NaN weighs nothing; infinities were clamped into the outer bins
             weights = (idx == idx).to(samples.dtype)
             idx = torch.nan_to_num_(idx, nan=0.0)
+        # the conversion to integers rounds toward zero: the floor of these (>= 0) values
         if scratch is not None and total < 2**31:
-            # whole numbers below ``total``: exact in int32, which bincount takes as well
+            # bins below ``total``: exact in int32, which bincount takes as well
             bin_index = scratch.take(idx.numel(), torch.int32, "bins").copy_(idx)
         else:
             bin_index = idx.long()
-        return torch.bincount(bin_index, weights, minlength=total)
+        return torch.bincount(bin_index.add_(first), weights, minlength=total)
 
     def _add(self, entry: Entry, scalars: list, vectors: list) -> None:
         entry.vector_sizes = tuple(v.numel() for v in vectors)
@@ -264,6 +316,8 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
     v_off = 0
     for i, e in enumerate(entries):
         stats = table[i]
+        if e.known is not None:
+            stats[SUM : NONZERO + 1] = e.known
         vecs = []
         for size in e.vector_sizes:
             vecs.append(vectors[v_off : v_off + size])
