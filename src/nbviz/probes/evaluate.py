@@ -11,11 +11,13 @@ logits and whose targets are class indices is still a classifier, with ``loss_fn
 A language model is recognised by its shapes: ``(N, T, V)`` outputs against ``(N, T)``
 integer targets, and evaluated token by token (:mod:`nbviz.probes.token_evaluation`);
 for such a model each unit of the layers named in ``token_layers`` (and of ``units_layer``)
-keeps the tokens it was most active on (:mod:`nbviz.probes.unit_tokens`).
+keeps the tokens it was most active on, within a bound on the units of all layers
+together (:mod:`nbviz.probes.unit_tokens` says which layers are kept).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +28,7 @@ from torch import nn
 
 from nbviz import records as rec
 from nbviz.probes.outputs import find_tensor
-from nbviz.probes.select import named_modules, unit_dim
+from nbviz.probes.select import named_modules, stack_blocks, unit_dim
 from nbviz.probes.token_evaluation import (
     TokenArrays,
     TokenBatches,
@@ -70,7 +72,8 @@ class Evaluation:
     tokens: TokenArrays | None = None
     token_loss: float | None = None  # the mean loss over every position that counts
     top_tokens: list[LayerTopTokens] | None = None  # each unit's top tokens, per layer
-    top_tokens_left_out: list[str] | None = None  # layers past the budget of units
+    # layers whose top tokens were not kept -> why (see recording.unit_tokens.LEFT_OUT_REASONS)
+    top_tokens_left_out: dict[str, str] | None = None
 
 
 def _resolve_layer(model: nn.Module, layer: str | nn.Module, what: str) -> tuple[str, nn.Module]:
@@ -179,14 +182,17 @@ def run_evaluation(
     ignore_index: int = -100,
     token_layers: Sequence[tuple[str, nn.Module]] = (),
     prefix: str = "",
-    unit_tokens: tuple[int, int, int, int] = (8, 6, 3, 16384),
+    unit_tokens: tuple[int, int, int, int] | None = None,
 ) -> Evaluation:
     """One pass of ``model`` over ``loader`` under ``no_grad`` (see the module docstring).
 
     ``token_layers``: ``(name, module)`` pairs whose units' top tokens a language model's
-    pass keeps (``units_layer`` is added, named with ``prefix``); ``unit_tokens`` is
-    ``(k, tokens before, tokens after, most units in all)`` of each unit's top tokens and
-    their context.
+    pass keeps (``units_layer`` is added, named with ``prefix``, where it is none of them by
+    identity); ``unit_tokens`` is ``(k, tokens before, tokens after, most units in all)``
+    of each unit's top tokens and their context (None: the constants of
+    :mod:`nbviz.recording.unit_tokens`, read at the call). ``units_layer`` counts in those
+    units like any layer, first; one wider than all of them alone keeps no top tokens,
+    with a warning (its per-sample means are kept).
     """
     was_training = model.training
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -216,10 +222,21 @@ def run_evaluation(
     layers = list(token_layers)
     if units is not None and not any(m is units[1] for _, m in layers):
         layers.append((prefix + units[0], units[1]))
+    if unit_tokens is None:
+        from nbviz.recording import unit_tokens as kept
+
+        unit_tokens = (
+            kept.TOP_TOKENS,
+            kept.CONTEXT_BEFORE,
+            kept.CONTEXT_AFTER,
+            kept.MAX_TOP_TOKEN_UNITS,
+        )
     acc = _Batches(max_samples)
     acc.tokens = TokenBatches(top_k, int(ignore_index))  # loss_fn's, where it has one
-    always = (prefix + units[0],) if units is not None else ()
-    acc.top = TopTokens(layers, *unit_tokens, always=always)
+    by_name = dict(named_modules(model))
+    blocks = [by_name[n] for stack in stack_blocks(model) for n in stack]
+    named = units[1] if units is not None else None
+    acc.top = TopTokens(layers, *unit_tokens, named=named, blocks=blocks)
     handles.extend(acc.top.attach())
     try:
         model.eval()
@@ -243,7 +260,16 @@ def run_evaluation(
             )
         result = acc.by_token()
         result.top_tokens = acc.top.result()
-        result.top_tokens_left_out = list(acc.top.left_out)
+        result.top_tokens_left_out = dict(acc.top.left_out)
+        wide = [n for n, m in layers if m is named and acc.top.left_out.get(n) == "width"]
+        if wide:
+            warnings.warn(
+                f"evaluate: units_layer {wide[0]!r} has more units than the "
+                f"{unit_tokens[3]:,} whose top tokens an evaluation keeps: none of its top "
+                "tokens are kept (its per-sample means are); name a narrower layer, a block's "
+                "output or an MLP's hidden units",
+                stacklevel=4,  # Run.evaluate's caller
+            )
     else:
         result = acc.classifier() if loss_fn is None else acc.by_loss()
     result.embeddings = _rows(captured["embed"])

@@ -8,14 +8,30 @@ ids around each. Everything is reduced on the device inside the forward hook: pe
 each sample's peak per unit, the ``k`` samples with the highest peaks (only they can hold
 the batch's top ``k``), one ``topk`` over those samples' positions and one over the ``2k``
 candidates kept so far, so memory and the host copy are ``units x k`` per layer whatever
-the pass's length. The
-layers' units together are bounded (``max_units``): layers are taken in the order their
-outputs first arrive, whole, while they fit (a layer asked for by name is always taken).
-The hooks are temporary: :meth:`TopTokens.attach` returns handles the caller removes.
+the pass's length.
+
+Non-finite activations: ``+inf`` is ranked as it is (above every finite value); NaN and
+``-inf`` cannot be ranked and are never listed. Each unit counts its positions that
+count and hold a non-finite value (``nonfinite``), so a unit that overflowed says so.
+Padding is its own mask, never mistaken for an activation.
+
+The layers' units together are bounded (``max_units``), layers whole, chosen once the
+first batch has given every layer's width, by usefulness: the layer asked for by name
+(``named``, matched by module identity) first, then the outputs of a stack's blocks (a
+transformer's residual stream), then activation functions' outputs (an MLP's hidden
+units), then the rest; within each, spread over the depth (first, last, middle, ...).
+An ``nn.Embedding``'s output (a token's own vector, the same wherever it occurs) is left
+out unless named, and so is a layer wider than ``max_units`` alone (a vocabulary-sized
+head): no copy of its output is made (the first batch is reduced for every other layer,
+before the choice). What is left out, and why, is in
+:attr:`TopTokens.left_out` (the reasons' words:
+:data:`nbviz.recording.unit_tokens.LEFT_OUT_REASONS`). The hooks are temporary:
+:meth:`TopTokens.attach` returns handles the caller removes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +41,17 @@ from torch import nn
 
 from nbviz.probes.outputs import find_tensor
 
-__all__ = ["LayerTopTokens", "TopTokens"]
+__all__ = ["LayerTopTokens", "TopTokens", "is_activation"]
+
+_NOT_ACTIVATIONS = (nn.Softmax, nn.Softmin, nn.LogSoftmax, nn.Softmax2d, nn.MultiheadAttention)
+
+
+def is_activation(module: nn.Module) -> bool:
+    """Whether ``module`` is an activation function (``nn.GELU``, a library's own GELU): a
+    leaf defined in an ``activation`` module, softmax and attention aside."""
+    if any(True for _ in module.children()) or isinstance(module, _NOT_ACTIVATIONS):
+        return False
+    return "activation" in type(module).__module__
 
 
 @dataclass
@@ -35,23 +61,26 @@ class LayerTopTokens:
     name: str
     rows: np.ndarray  # int64 [units, k]: the sample's row in the pass, -1: none
     positions: np.ndarray  # int32 [units, k]
-    values: np.ndarray  # float32 [units, k]; NaN where none
+    values: np.ndarray  # float32 [units, k]; NaN where none, +inf as it was
     contexts: np.ndarray  # int32 [units, k, before + 1 + after]; -1 outside the sample
+    nonfinite: np.ndarray  # int64 [units]: positions that count whose value was not finite
 
 
 class _Best:
-    """The running top ``k`` of one layer, units first: values, rows, positions, contexts."""
+    """The running top ``k`` of one layer, units first: values, rows, positions, contexts,
+    and each unit's count of non-finite values."""
 
     def __init__(self) -> None:
         self.values: torch.Tensor | None = None  # [units, k]
         self.rows: torch.Tensor | None = None
         self.positions: torch.Tensor | None = None
         self.contexts: torch.Tensor | None = None  # [units, k, width]
+        self.nonfinite: torch.Tensor | None = None  # [units]
         self.skipped = False  # a batch whose output did not match its tokens
 
     def merge(self, part: tuple[torch.Tensor, ...], k: int) -> None:
         if self.values is None:
-            self.values, self.rows, self.positions, self.contexts = part
+            self.values, self.rows, self.positions, self.contexts, self.nonfinite = part
             return
         if part[0].shape[0] != self.values.shape[0]:
             self.skipped = True
@@ -64,6 +93,21 @@ class _Best:
         self.positions = torch.cat([self.positions, part[2]], dim=1).gather(1, pick)  # type: ignore[list-item]
         contexts = torch.cat([self.contexts, part[3]], dim=1)  # type: ignore[list-item]
         self.contexts = contexts.gather(1, pick[..., None].expand(-1, -1, contexts.shape[2]))
+        self.nonfinite = self.nonfinite + part[4]  # type: ignore[operator]
+
+
+def _spread(n: int) -> list[int]:
+    """``0 .. n-1`` in an order that covers the range evenly as it goes: the first, the
+    last, the middle, the quarters, ... (layers taken in it are spread over the depth)."""
+    order = list(range(min(n, 2)))
+    if n > 2:
+        order = [0, n - 1]
+        spans = [(0, n - 1)]
+        while spans:
+            inner = [(a, b) for a, b in spans if b - a >= 2]
+            order.extend((a + b) // 2 for a, b in inner)
+            spans = [s for a, b in inner for s in ((a, (a + b) // 2), ((a + b) // 2, b))]
+    return order
 
 
 class TopTokens:
@@ -71,7 +115,8 @@ class TopTokens:
 
     The pass calls :meth:`begin` before each batch's forward (which positions count,
     the input token ids, the batch's first row in the pass), then :meth:`commit` once
-    the batch proved a language model's (or :meth:`discard`).
+    the batch proved a language model's (or :meth:`discard`). ``named`` is the module
+    asked for by name (``units_layer``); ``blocks`` the blocks of the model's stacks.
     """
 
     def __init__(
@@ -81,16 +126,33 @@ class TopTokens:
         before: int,
         after: int,
         max_units: int = 0,
-        always: tuple[str, ...] = (),
+        named: nn.Module | None = None,
+        blocks: Sequence[nn.Module] = (),
     ) -> None:
         self.modules = modules
         self.k = int(k)
         self.before = int(before)
         self.after = int(after)
         self.max_units = int(max_units)
-        self.always = set(always)
+        self.named = named
         self.units_used = 0
-        self.left_out: list[str] = []  # layers past the budget of units
+        self.left_out: dict[str, str] = {}  # layer -> why: budget, width or embedding
+        block_ids = {id(m) for m in blocks}
+        self._tier = {
+            name: 0
+            if module is named
+            else 1
+            if id(module) in block_ids
+            else 2
+            if is_activation(module)
+            else 3
+            for name, module in modules
+        }
+        self._embedding = {
+            name for name, m in modules if isinstance(m, nn.Embedding) and m is not named
+        }
+        self._widths: dict[str, int] = {}  # the first batch's layers, until the choice
+        self._chosen = False
         self._taken: set[str] = set()
         self._best = {name: _Best() for name, _ in modules}
         self._pending: dict[str, tuple[torch.Tensor, ...]] = {}
@@ -145,17 +207,15 @@ class TopTokens:
         ):
             return
         units = int(out.shape[2])
-        if name in self.left_out:
+        if name in self.left_out or not self._wanted(name, units):
             return
-        if name not in self._taken:
-            if name not in self.always and self.units_used + units > self.max_units:
-                self.left_out.append(name)
-                return
-            self._taken.add(name)
-            self.units_used += units
         k = self.k
-        x = torch.where(counted.to(out.device)[..., None], out.detach().float(), -torch.inf)
-        x = x.nan_to_num_(-torch.inf, -torch.inf, -torch.inf)  # a copy: the output is kept
+        where = counted.to(out.device)[..., None]
+        x = torch.where(where, out.detach().float(), -torch.inf)  # a copy: the output is kept
+        nonfinite = (where & ~torch.isfinite(x)).sum(
+            (0, 1)
+        )  # [units]: padding is -inf, not counted
+        x = x.masked_fill_(x.isnan(), -torch.inf)  # NaN cannot be ranked; +inf is, as it is
         if n > k:  # only the k samples with the highest peaks can hold the top k
             samples = x.amax(1).topk(k, dim=0).indices  # [k, units]
             x = x.gather(0, samples[:, None, :].expand(k, t, units))
@@ -170,12 +230,59 @@ class TopTokens:
         width = padded.shape[1] - t + 1
         cols = positions[..., None] + torch.arange(width, device=x.device)  # [units, k, w]
         contexts = padded.to(x.device)[rows_local[..., None], cols]
-        self._pending[name] = (top.values, rows_local + self._offset, positions, contexts)
+        self._pending[name] = (
+            top.values,
+            rows_local + self._offset,
+            positions,
+            contexts,
+            nonfinite,
+        )
+
+    def _wanted(self, name: str, units: int) -> bool:
+        """Whether a batch's output of layer ``name`` is reduced: not left out, and (once
+        the layers are chosen) taken, a layer first seen after the choice while it fits."""
+        if name in self._taken:
+            return True
+        if name in self._embedding:
+            self.left_out[name] = "embedding"
+        elif units > self.max_units:
+            self.left_out[name] = "width"
+        elif not self._chosen:
+            self._widths[name] = units  # a candidate until the first batch is committed
+            return True
+        elif self.units_used + units > self.max_units:
+            self.left_out[name] = "budget"
+        else:
+            self._taken.add(name)
+            self.units_used += units
+            return True
+        return False
+
+    def _choose(self) -> None:
+        """The layers kept: by tier, spread over the depth within one, while they fit."""
+        order = list(self._widths)
+        ranked: list[str] = []
+        for tier in range(4):
+            members = [name for name in order if self._tier.get(name, 3) == tier]
+            ranked.extend(members[i] for i in _spread(len(members)))
+        for name in ranked:
+            units = self._widths[name]
+            if self.units_used + units <= self.max_units:
+                self._taken.add(name)
+                self.units_used += units
+            else:
+                self.left_out[name] = "budget"
+        self._widths.clear()
+        self._chosen = True
 
     def commit(self) -> None:
-        """Merge the batch's candidates into each layer's running top ``k``."""
+        """Merge the batch's candidates into each layer's running top ``k`` (the first
+        batch committed chooses the layers kept)."""
+        if not self._chosen and self._pending:
+            self._choose()
         for name, part in self._pending.items():
-            self._best[name].merge(part, self.k)
+            if name in self._taken:
+                self._best[name].merge(part, self.k)
         self.discard()
 
     def discard(self) -> None:
@@ -195,7 +302,8 @@ class TopTokens:
             rows = best.rows.cpu().numpy().astype(np.int64)  # type: ignore[union-attr]
             positions = best.positions.cpu().numpy().astype(np.int32)  # type: ignore[union-attr]
             contexts = best.contexts.cpu().numpy()  # type: ignore[union-attr]
-            none = ~np.isfinite(values)  # -inf: padding alone, fewer than k positions
+            # -inf: no position (padding, NaN or -inf only), fewer than k positions
+            none = np.isneginf(values) | np.isnan(values)
             rows[none], positions[none], values[none] = -1, -1, np.nan
             # a token id past int32 (no vocabulary is that large) is not shown
             contexts = np.where(contexts > np.iinfo(np.int32).max, -1, contexts).astype(np.int32)
@@ -206,5 +314,6 @@ class TopTokens:
                 rows = np.pad(rows, ((0, 0), (0, pad)), constant_values=-1)
                 positions = np.pad(positions, ((0, 0), (0, pad)), constant_values=-1)
                 contexts = np.pad(contexts, ((0, 0), (0, pad), (0, 0)), constant_values=-1)
-            out.append(LayerTopTokens(name, rows, positions, values, contexts))
+            nonfinite = best.nonfinite.cpu().numpy().astype(np.int64)  # type: ignore[union-attr]
+            out.append(LayerTopTokens(name, rows, positions, values, contexts, nonfinite))
         return out

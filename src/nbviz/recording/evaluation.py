@@ -82,13 +82,6 @@ def evaluate_into(
     ignore_index = _padding_index(ignore_index, loss_fn)
     prefix = run._layer_prefix.get(model, "")  # layers named as the model's probe names them
     embed_layer, units_layer = _own_names(model, prefix, embed_layer, units_layer)
-    from nbviz.recording.unit_tokens import (
-        CONTEXT_AFTER,
-        CONTEXT_BEFORE,
-        MAX_TOP_TOKEN_UNITS,
-        TOP_TOKENS,
-    )
-
     watched = [
         (name, module)
         for probe in run._probes
@@ -106,7 +99,6 @@ def evaluate_into(
         ignore_index=int(ignore_index),
         token_layers=watched,
         prefix=prefix,
-        unit_tokens=(TOP_TOKENS, CONTEXT_BEFORE, CONTEXT_AFTER, MAX_TOP_TOKEN_UNITS),
     )
     if result.tokens is not None and run._dist is not None:
         raise ValueError(
@@ -233,22 +225,30 @@ def _record_top_tokens(
     run: Any, step: int, split: str, result: Evaluation, ids: np.ndarray, tokens: Any
 ) -> None:
     """Each unit's top tokens per layer (an evaluation again at ``step`` replaces them),
-    and the texts of their context tokens."""
+    the layers left out of them (:func:`left_out_meta`), and the texts of their context
+    tokens."""
+    from nbviz.recording import unit_tokens as kept
     from nbviz.recording.tokens import decoder
-    from nbviz.recording.unit_tokens import CONTEXT_BEFORE, context_ids, unit_token_rows
 
     run._writer.execute("DELETE FROM unit_tokens WHERE split = ? AND step = ?", (split, step))
+    run._writer.flush()
+    before = run.meta(kept.LEFT_OUT_KEY)
+    left_out = result.top_tokens_left_out or {}
+    after = kept.left_out_meta(before, split, step, left_out, kept.MAX_TOP_TOKEN_UNITS)
+    if after != before:
+        run._writer.set_meta(kept.LEFT_OUT_KEY, after)
     layers = result.top_tokens or []
     if not layers:
         return
-    run._writer.insert("unit_tokens", unit_token_rows(step, split, layers, ids, CONTEXT_BEFORE))
+    rows = kept.unit_token_rows(step, split, layers, ids, kept.CONTEXT_BEFORE)
+    run._writer.insert("unit_tokens", rows)
     decode = decoder(tokens, "evaluate")
     if decode is None:
         return
     run._writer.flush()  # the texts log_token_losses just gave, joined
     texts = {str(k): v for k, v in run.token_texts().items()}
     n = len(texts)
-    for i in context_ids(layers).tolist():
+    for i in kept.context_ids(layers).tolist():
         texts.setdefault(str(i), decode(int(i)))
     if len(texts) != n:
         run._writer.set_meta("token_texts", texts)

@@ -45,6 +45,7 @@ META_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "probe": (lambda v: isinstance(v, dict), "an object"),
     "distributed": (lambda v: isinstance(v, dict), "an object"),
     "import_notes": (_list_of(str), "a list of strings"),
+    "top_tokens_left_out": (lambda v: isinstance(v, dict), "an object"),
     "token_texts": (
         lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
         "an object of strings",

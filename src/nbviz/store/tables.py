@@ -124,6 +124,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         "positions",
         "values",
         "contexts",
+        "nonfinite",
     ),
 }
 
@@ -305,12 +306,13 @@ HISTOGRAM_BINS_DDL = """CREATE TABLE IF NOT EXISTS histogram_bins(
 # little-endian int64 (units, k) sample ids (-1: none), ``positions`` int32 (units, k)
 # token positions, ``values`` float32 (units, k) activations, most active first,
 # ``contexts`` int32 (units, k, width) the input token ids from ``before`` positions
-# ahead of the token (-1 outside the sample).
+# ahead of the token (-1 outside the sample), ``nonfinite`` int64 (units,) each unit's
+# positions whose activation was not finite.
 UNIT_TOKENS_DDL = """CREATE TABLE IF NOT EXISTS unit_tokens(
         split TEXT NOT NULL, step INTEGER NOT NULL, layer TEXT NOT NULL,
         units INTEGER NOT NULL, k INTEGER NOT NULL, before INTEGER NOT NULL,
         width INTEGER NOT NULL, ids BLOB NOT NULL, positions BLOB NOT NULL,
-        "values" BLOB NOT NULL, contexts BLOB NOT NULL,
+        "values" BLOB NOT NULL, contexts BLOB NOT NULL, nonfinite BLOB NOT NULL,
         PRIMARY KEY(split, layer, step))"""
 
 _DDL_V6: tuple[str, ...] = (*_DDL_V3, OUTPUTS_DDL, ATTENTION_DDL, HISTOGRAM_BINS_DDL)

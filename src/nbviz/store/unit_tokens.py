@@ -4,7 +4,7 @@ in :mod:`nbviz.recording.unit_tokens`)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,7 @@ class UnitTokens(NamedTuple):
     values: np.ndarray  # float32 [units, k]; NaN likewise
     contexts: np.ndarray  # int32 [units, k, width]; -1 outside the sample
     before: int  # the token's place in its context
+    nonfinite: np.ndarray  # int64 [units]: positions whose activation was not finite
 
 
 class UnitTokenQueries(ReaderBase):
@@ -84,16 +85,11 @@ class UnitTokenQueries(ReaderBase):
             )
         at = int(steps[-1])
         row = self._row(
-            'SELECT units, k, before, width, ids, positions, "values", contexts FROM unit_tokens '
-            "WHERE split = ? AND layer = ? AND step = ?",
+            'SELECT units, k, before, width, ids, positions, "values", contexts, nonfinite '
+            "FROM unit_tokens WHERE split = ? AND layer = ? AND step = ?",
             (split, layer, at),
         )
-        units, k, before, width = (int(v) for v in row[:4])
-        if min(units, k, width) < 0 or not 0 <= before < max(width, 1):
-            raise StoredValueError(
-                f"top tokens of {layer!r} at step {at}: units {units}, k {k}, before {before}, "
-                f"width {width} do not describe a table"
-            )
+        units, k, before, width = _sizes(row[:4], layer, at)
         return UnitTokens(
             step=at,
             ids=from_blob(row[4], "<i8", [units, k]),
@@ -101,6 +97,7 @@ class UnitTokenQueries(ReaderBase):
             values=from_blob(row[6], "<f4", [units, k]),
             contexts=from_blob(row[7], "<i4", [units, k, width]),
             before=before,
+            nonfinite=from_blob(row[8], "<i8", [units]),
         )
 
     def top_tokens(
@@ -157,3 +154,31 @@ class UnitTokenQueries(ReaderBase):
             frame[column] = frame[column].astype(np.int64)
         frame["value"] = frame["value"].astype(np.float64)
         return frame
+
+
+def _sizes(stored: Any, layer: str, step: int) -> tuple[int, int, int, int]:
+    """A ``unit_tokens`` row's ``units, k, before, width``: whole numbers (bools aside),
+    ``units, k >= 0``, ``width >= 1`` and ``0 <= before < width``; StoredValueError
+    naming the layer, the step and the column otherwise."""
+    names = ("units", "k", "before", "width")
+    for name, value in zip(names, stored, strict=True):
+        if type(value) is not int:
+            raise StoredValueError(
+                f"top tokens of {layer!r} at step {step}: column {name} holds {value!r} "
+                f"(a {type(value).__name__}) where nbviz writes a whole number"
+            )
+    units, k, before, width = stored
+    bounds = {
+        "units": units >= 0,
+        "k": k >= 0,
+        "width": width >= 1,
+        "before": 0 <= before < width,
+    }
+    for name, ok in bounds.items():
+        if not ok:
+            raise StoredValueError(
+                f"top tokens of {layer!r} at step {step}: column {name} holds "
+                f"{stored[names.index(name)]!r}, outside what nbviz writes (units and k at "
+                f"least 0, width at least 1, 0 <= before < width; here width {width})"
+            )
+    return units, k, before, width
