@@ -94,7 +94,7 @@ function render({ model, el: root }) {
       histBox,
       deadTitle,
       deadBox,
-      title("what each unit responds to: the samples that excite it most and least"),
+      unitTitle,
       unitBox,
     );
     detail.replaceChildren(...parts);
@@ -114,8 +114,17 @@ function render({ model, el: root }) {
     deadBox.replaceChildren(...dead.el);
   };
 
+  const unitTitle = el("div", { class: "nbviz-lb-chart-title nbviz-lb-units-title" });
   const buildUnits = () => {
     unitUrls.revoke();
+    const us = model.get("unit_samples") ?? {};
+    // says what the section below shows: a unit's top tokens, its samples, or why neither
+    unitTitle.textContent =
+      us.kind === "tokens"
+        ? "what each unit responds to: the tokens it was most active on, in their context"
+        : us.n_units > 0
+          ? "what each unit responds to: the samples that excite it most and least"
+          : "what each unit responds to";
     const handlers = {
       pickUnit: (/** @type {number} */ unit) => save(model, { unit }),
       currentUnit: () => model.get("unit"),

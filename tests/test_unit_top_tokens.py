@@ -15,11 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from training import lm_steps
 from unit_token_runs import HOSTILE, top_token_run
 
 import nbviz
 from nbviz.recording.unit_tokens import CONTEXT_AFTER, CONTEXT_BEFORE, TOP_TOKENS
 from nbviz.store import DB_NAME, Writer, schema
+from nbviz.store.errors import RunFileError
 from nbviz.store.unit_tokens import TOP_TOKEN_COLUMNS
 
 
@@ -42,6 +44,7 @@ def test_top_tokens_equal_a_recomputation_from_each_layer_output(lm) -> None:
             if out.ndim == 3
             and tuple(out.shape[:2]) == (n, t)
             and name not in ("blocks.0", "blocks.0.attn", "blocks.0.mlp")  # not leaves
+            and name != "tok"  # a token's own vector: kept only when named
         )
         assert layers == expected_layers and "blocks.0.mlp.act" in layers
         for layer in layers:
@@ -168,8 +171,8 @@ def test_an_unwatched_model_records_units_layer_alone(tmp_path: Path) -> None:
 def test_the_units_an_evaluation_keeps_are_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Layers are taken whole in the order their outputs arrive while their units fit;
-    ``units_layer`` always."""
+    """Layers are taken whole while their units fit, the activation functions' outputs
+    before the rest and the rest spread over the depth; ``units_layer`` first, counted."""
     from reference_models import GPT, GPTConfig, token_batch
 
     from nbviz.recording import unit_tokens
@@ -183,14 +186,16 @@ def test_the_units_an_evaluation_keeps_are_bounded(
         run.watch(model, every=1)
         run.evaluate(0, model, loader)
         run.flush()
-        # tok 16 + ln1 16 + qkv 48 + attn.proj 16 = 96 units; ln2 (16 more) no longer fits
-        kept = ["blocks.0.attn.proj", "blocks.0.attn.qkv", "blocks.0.ln1", "tok"]
-        assert run.top_token_layers() == kept
-        run.evaluate(1, model, loader, units_layer="blocks.0.mlp.act")
+        # mlp.act 64, then of the rest (first, last, middle, ...): ln1 16 (80), head 24
+        # no longer fits, ln2 16 (96); tok is an embedding
+        assert run.top_token_layers() == ["blocks.0.ln1", "blocks.0.ln2", "blocks.0.mlp.act"]
+        run.evaluate(1, model, loader, units_layer="blocks.0.mlp.fc")
         run.flush()
-        assert run.top_token_steps("blocks.0.mlp.act").tolist() == [1]
-        assert run.unit_tokens("blocks.0.mlp.act").values.shape == (64, TOP_TOKENS)
-        assert run.top_token_steps("blocks.0.mlp.fc").tolist() == []
+        assert run.top_token_steps("blocks.0.mlp.fc").tolist() == [1]
+        assert run.unit_tokens("blocks.0.mlp.fc").values.shape == (64, TOP_TOKENS)
+        # the 36 units left: ln1 (16) and ln2 (16), no room for mlp.act
+        assert run.top_token_steps("blocks.0.mlp.act").tolist() == [0]
+        assert run.top_token_steps("blocks.0.ln2").tolist() == [0, 1]
 
 
 def test_a_schema_6_run_opens_and_is_migrated_on_write(tmp_path: Path) -> None:
@@ -213,3 +218,154 @@ def test_a_schema_6_run_opens_and_is_migrated_on_write(tmp_path: Path) -> None:
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     conn.close()
     assert "unit_tokens" in names
+
+
+def test_non_finite_activations_are_ranked_or_counted_never_taken_for_padding() -> None:
+    """+inf is ranked above every finite value, NaN is counted: a unit that overflowed
+    never silently lists only its finite values."""
+    from nbviz.probes.unit_tokens import TopTokens
+
+    module = torch.nn.Identity()
+    top = TopTokens([("m", module)], 2, 1, 1, 100)
+    handles = top.attach()
+    x = torch.zeros(3, 4, 1)
+    x[1, 2, 0], x[2, 1, 0], x[0, 0, 0] = float("inf"), 5.0, float("nan")
+    counted = torch.ones(3, 4, dtype=torch.bool)
+    counted[2, 3] = False  # padding is its own mask
+    top.begin(counted, torch.arange(12).reshape(3, 4), 0)
+    module(x)
+    top.commit()
+    for h in handles:
+        h.remove()
+    (got,) = top.result()
+    assert got.values.tolist() == [[float("inf"), 5.0]]
+    assert got.rows.tolist() == [[1, 2]] and got.positions.tolist() == [[2, 1]]
+    assert got.nonfinite.tolist() == [2]  # the +inf and the NaN; padding never
+
+
+def _gpt(blocks: int = 1) -> tuple[torch.nn.Module, list]:
+    from reference_models import GPT, GPTConfig, token_batch
+
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab=24, context=8, width=16, heads=2, blocks=blocks))
+    ids = token_batch(torch.Generator().manual_seed(0), 4, 9, 24)
+    return model, [(ids[:, :-1], ids[:, 1:])]
+
+
+def _watch(run: nbviz.Run, model: torch.nn.Module) -> None:
+    """Watch ``model`` through one training step: the run then describes its layers."""
+    run.watch(model, every=1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)
+    lm_steps(run, model, opt, torch.Generator().manual_seed(1), 1, batch=4)
+
+
+def test_a_unit_that_overflowed_says_so_in_the_store_and_the_explorer(tmp_path: Path) -> None:
+    model, loader = _gpt()
+    layer = "blocks.0.mlp.act"
+
+    def overflow(module, args, out):  # unit 0: +inf at (1, 2), NaN at (0, 0)
+        out = out.clone()
+        out[1, 2, 0], out[0, 0, 0] = float("inf"), float("nan")
+        return out
+
+    with nbviz.Run(tmp_path / "lm") as run:
+        _watch(run, model)
+        handle = model.blocks[0].mlp.act.register_forward_hook(overflow)
+        run.evaluate(0, model, loader, units_layer=layer)
+        run.flush()
+        got = run.unit_tokens(layer)
+        assert got.nonfinite[0] == 2 and (got.nonfinite[1:] == 0).all()
+        assert got.values[0, 0] == np.inf and (got.ids[0, 0], got.positions[0, 0]) == (1, 2)
+        assert np.isfinite(got.values[0, 1:]).all()
+        frame = run.top_tokens(layer, unit=0)
+        assert frame["value"].iloc[0] == np.inf
+        lb = nbviz.LayerBrowser(run, selected_layer=layer, live=False)
+        assert "1 of 64 units had non-finite activations" in lb.unit_samples["notice"]
+        lb.unit = 0
+        us = lb.unit_samples
+        assert us["nonfinite"] == 2
+        first = us["tokens"][0]
+        assert first["value"] is None and first["nonfinite"] == "+Inf"
+        assert all(isinstance(t["value"], float) for t in us["tokens"][1:])
+        json.dumps(us["tokens"], allow_nan=False)  # what travels is JSON: no NaN or inf
+        lb.close()
+        handle.remove()
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "said"),
+    [
+        ("width", 0, r"column width holds 0"),
+        ("width", "x", r"column width holds 'x' \(a str\)"),
+        ("before", 3.7, r"column before holds 3\.7 \(a float\)"),
+        ("before", 10, r"column before holds 10"),
+        ("k", -1, r"column k holds -1"),
+    ],
+)
+def test_a_hostile_unit_tokens_row_is_refused_by_name(
+    tmp_path: Path, column: str, value: object, said: str
+) -> None:
+    model, loader = _gpt()
+    path = tmp_path / "lm"
+    with nbviz.Run(path) as run:
+        run.evaluate(3, model, loader, units_layer="blocks.0.mlp.fc")
+    conn = sqlite3.connect(path / DB_NAME)
+    with conn:
+        conn.execute(f"UPDATE unit_tokens SET {column} = ?", (value,))
+    conn.close()
+    with nbviz.open_run(path) as run:
+        # the reader's StoredValueError, told as a damaged file's
+        with pytest.raises(RunFileError, match=r"'blocks\.0\.mlp\.fc' at step 3: " + said):
+            run.unit_tokens("blocks.0.mlp.fc")
+
+
+def test_the_budget_goes_to_block_outputs_and_mlp_units_and_what_is_left_out_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Embeddings only when named; a stack's block outputs first, then activation
+    functions' outputs, then the rest; the layers left out are in meta and the notice."""
+    from nbviz.recording import unit_tokens
+
+    monkeypatch.setattr(unit_tokens, "MAX_TOP_TOKEN_UNITS", 120)
+    model, loader = _gpt(blocks=3)
+    with nbviz.Run(tmp_path / "lm") as run:
+        _watch(run, model)
+        run.evaluate(0, model, loader)
+        run.flush()
+        # 3 block outputs (48 units), then the first MLP's activation (64): 112 of 120
+        kept = ["blocks.0", "blocks.0.mlp.act", "blocks.1", "blocks.2"]
+        assert run.top_token_layers() == kept
+        left = run.meta("top_tokens_left_out")["val"]
+        assert left["step"] == 0 and left["layers"]["tok"] == "embedding"
+        assert left["layers"]["blocks.2.mlp.act"] == "budget"
+        assert "blocks.0.ln1" in left["layers"] and "blocks.0" not in left["layers"]
+        lb = nbviz.LayerBrowser(run, selected_layer="blocks.1.mlp.act", live=False)
+        notice = lb.unit_samples["notice"]
+        assert notice.startswith("No top tokens of 'blocks.1.mlp.act': the evaluation of step 0")
+        assert "120 units in all" in notice and "tok" in notice and "blocks.2.mlp.act" in notice
+        lb.selected_layer = "tok"
+        assert "each token's own vector" in lb.unit_samples["notice"]
+        lb.close()
+        # named, an embedding is kept; it counts in the budget like any layer
+        run.evaluate(1, model, loader, units_layer="tok")
+        run.flush()
+        assert run.top_token_steps("tok").tolist() == [1]
+        assert "tok" not in run.meta("top_tokens_left_out")["val"]["layers"]
+
+
+def test_units_layer_counts_in_the_budget_and_one_too_wide_is_refused_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nbviz.recording import unit_tokens
+
+    monkeypatch.setattr(unit_tokens, "MAX_TOP_TOKEN_UNITS", 20)
+    model, loader = _gpt()
+    with nbviz.Run(tmp_path / "lm") as run:
+        _watch(run, model)
+        with pytest.warns(UserWarning, match=r"units_layer 'head' has more units than the 20"):
+            run.evaluate(0, model, loader, units_layer="head")  # 24 units: a vocabulary
+        run.flush()
+        # 16-unit layers fill the rest: ln1 first, then no more fits
+        assert run.top_token_layers() == ["blocks.0.ln1"]
+        assert run.meta("top_tokens_left_out")["val"]["layers"]["head"] == "width"
+        assert len(run.embeddings(0, layer="head", kind="units")[0]) == 4  # its means are kept

@@ -46,6 +46,27 @@ describe("token strips", () => {
     assert.deepEqual(opened, [7, -1]);
   });
 
+  it("shows a non-finite activation by its name and counts the unit's non-finite positions", () => {
+    const us = {
+      unit: 0,
+      nonfinite: 2,
+      tokens: [
+        { id: 1, position: 2, value: null, nonfinite: "+Inf", token: "x", context: ["x"], focus: 0 },
+        { id: 2, position: 1, value: 5, token: "y", context: ["y"], focus: 0 },
+      ],
+    };
+    const box = tokenStrips(us, -1, () => {});
+    const strips = box.querySelectorAll(".nbviz-lb-strip");
+    const values = strips.map((s) => s.querySelectorAll(".nbviz-lb-strip-value")[0].textContent);
+    assert.deepEqual(values, ["+Inf", "5"], "never a number for +inf, never 0 for a null");
+    assert.equal(strips[0].getAttribute("data-value"), "+Inf");
+    assert.match(strips[0].querySelectorAll(".nbviz-lb-ctx-hit")[0].style.background, /rgba\(230, 159, 0, 1\)/);
+    assert.match(box.querySelectorAll(".nbviz-lb-strips-nonfinite")[0].textContent, /2 positions non-finite/);
+    assert.equal(intensity(Number.POSITIVE_INFINITY, 0), 1);
+    const clean = tokenStrips({ unit: 1, nonfinite: 0, tokens: us.tokens.slice(1) }, -1, () => {});
+    assert.equal(clean.querySelectorAll(".nbviz-lb-strips-nonfinite").length, 0);
+  });
+
   it("says so when the unit has no tokens", () => {
     const box = tokenStrips({ unit: 1, tokens: [] }, -1, () => {});
     assert.match(box.textContent, /no tokens recorded/);

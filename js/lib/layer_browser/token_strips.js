@@ -2,7 +2,9 @@
 // each as a strip of text (the input tokens around it, the token itself highlighted
 // with an intensity by its activation) beside the value. A click on a strip opens
 // its sample as a click on a sample card does. Token texts come from data:
-// textContent only, never markup.
+// textContent only, never markup. A non-finite activation arrives as its name
+// ("+Inf"), never as a number, and is shown so; a unit whose activations were not
+// all finite says how many positions were not.
 import { rgbToCss } from "../color.js";
 import { el } from "../dom.js";
 import { formatNumber } from "../format.js";
@@ -19,6 +21,7 @@ const NEGATIVE = [0, 114, 178];
  * @returns {number}
  */
 export function intensity(value, scale) {
+  if (value === Number.POSITIVE_INFINITY || value === Number.NEGATIVE_INFINITY) return 1;
   if (!Number.isFinite(value) || !(scale > 0)) return 0.2;
   return 0.2 + 0.8 * Math.min(1, Math.abs(value) / scale);
 }
@@ -34,8 +37,19 @@ export function highlight(value, scale) {
 }
 
 /**
+ * A top token's activation as a number (a non-finite one from its name).
+ * @param {{value: number | null, nonfinite?: string}} t
+ * @returns {number}
+ */
+export function tokenValue(t) {
+  if (t.nonfinite === "+Inf") return Number.POSITIVE_INFINITY;
+  if (t.nonfinite === "-Inf") return Number.NEGATIVE_INFINITY;
+  return typeof t.value === "number" ? t.value : Number.NaN;
+}
+
+/**
  * One top token: the context tokens as spans, the activating one marked.
- * @param {{id: number, position: number, value: number, token: string, context: string[], focus: number}} t
+ * @param {{id: number, position: number, value: number | null, nonfinite?: string, token: string, context: string[], focus: number}} t
  * @param {number} scale
  * @param {number} rank
  * @param {boolean} open  whether its sample is the one opened
@@ -43,12 +57,14 @@ export function highlight(value, scale) {
  * @returns {HTMLElement}
  */
 function strip(t, scale, rank, open, onOpen) {
+  const value = tokenValue(t);
+  const shown = t.nonfinite ?? formatNumber(value);
   const spans = (t.context ?? []).map((text, i) => {
     const hit = i === t.focus;
     return el("span", {
       class: ["nbviz-lb-ctx", hit ? "nbviz-lb-ctx-hit" : ""],
       text,
-      style: hit ? { background: highlight(t.value, scale) } : undefined,
+      style: hit ? { background: highlight(value, scale) } : undefined,
     });
   });
   // the token in a column of its own: its context ahead right-aligned (clipped on the left)
@@ -68,13 +84,13 @@ function strip(t, scale, rank, open, onOpen) {
       attrs: {
         "data-id": t.id,
         "data-position": t.position,
-        "data-value": String(t.value),
+        "data-value": t.nonfinite ?? String(t.value),
         "data-rank": rank,
-        title: `sample ${t.id}, token ${t.position}: ${formatNumber(t.value)}; click for the sample's activations of this layer`,
+        title: `sample ${t.id}, token ${t.position}: ${shown}; click for the sample's activations of this layer`,
       },
     },
     [
-      el("span", { class: "nbviz-lb-strip-value", text: formatNumber(t.value) }),
+      el("span", { class: ["nbviz-lb-strip-value", t.nonfinite ? "nbviz-nonfinite" : ""], text: shown }),
       el("span", { class: "nbviz-lb-strip-tokens" }, tokens),
       el("span", { class: "nbviz-lb-strip-where nbviz-muted", text: `#${t.id} @${t.position}` }),
     ],
@@ -93,11 +109,16 @@ function strip(t, scale, rank, open, onOpen) {
 export function tokenStrips(us, openId, onOpen) {
   const tokens = us.tokens ?? [];
   const box = el("div", { class: "nbviz-lb-strips", attrs: { "data-unit": us.unit } });
+  const bad = Number(us.nonfinite || 0);
+  if (bad > 0) {
+    const text = `\u26a0 ${bad.toLocaleString("en-US")} position${bad === 1 ? "" : "s"} non-finite (NaN/inf): +inf is ranked with the rest, NaN and -inf are not listed`;
+    box.append(el("div", { class: "nbviz-nonfinite nbviz-lb-strips-nonfinite", text }));
+  }
   if (!tokens.length) {
     box.append(el("div", { class: "nbviz-muted", text: `unit ${us.unit} has no tokens recorded at this evaluation` }));
     return box;
   }
-  const scale = Math.max(...tokens.map((/** @type {any} */ t) => (Number.isFinite(t.value) ? Math.abs(t.value) : 0)));
+  const scale = Math.max(...tokens.map((/** @type {any} */ t) => (Number.isFinite(tokenValue(t)) ? Math.abs(tokenValue(t)) : 0)));
   box.append(el("div", { class: "nbviz-lb-caption", text: `unit ${us.unit}: the ${tokens.length} tokens it was most active on, in their context` }));
   tokens.forEach((/** @type {any} */ t, /** @type {number} */ i) => box.append(strip(t, scale, i, openId === t.id, onOpen)));
   return box;

@@ -10,7 +10,8 @@ maps of a convolution) where ``run.capture`` recorded them.
 For a language model's layer whose units' top tokens an evaluation recorded
 (:mod:`nbviz.recording.unit_tokens`), a chosen unit lists instead the tokens it was
 most active on, each in its context (:func:`token_strips`); a click on one opens
-its sample as a click on a sample card does.
+its sample as a click on a sample card does. A unit whose activations were not all
+finite says how many positions were not; a layer left out of the top tokens says why.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from nbviz.analysis.metrics import evaluation_at
-from nbviz.recording.unit_tokens import MAX_TOP_TOKEN_UNITS
+from nbviz.recording.unit_tokens import LEFT_OUT_KEY, LEFT_OUT_REASONS
 from nbviz.widgets.samples import capture_arrays, class_name, sample_payload
 from nbviz.widgets.wire import array_trait_payload
 
@@ -76,20 +77,10 @@ class UnitExplorer:
         if source is None:
             notice = f"No per-sample unit values of {name!r} for split {split!r}: {how}."
             if token_layers:
-                notice = (
-                    f"No top tokens of {name!r} at the {split!r} evaluations: its output is "
-                    "not (samples, tokens, features), the evaluation did not watch it, or it "
-                    f"came past the {MAX_TOP_TOKEN_UNITS:,} units an evaluation keeps; "
-                    f"run.evaluate(..., units_layer={name!r}) records it."
-                )
+                notice = _no_top_tokens(self._run, name, split)
             return {"layer": name, "n_units": 0, "notice": notice}
         kind, what = source
-        steps = self._run.embedding_steps(split, name, kind=kind)
-        at = evaluation_at(steps, step)
-        notice = ""
-        if at is None:
-            at = int(steps[0])
-            notice = f"the first evaluation (step {at}) comes after this step"
+        at, notice = _evaluation_in_view(self._run.embedding_steps(split, name, kind=kind), step)
         ids, matrix = self._matrix(name, split, kind, at)
         n_units = int(matrix.shape[1]) if matrix.ndim == 2 else 0
         finite = np.isfinite(matrix) if len(ids) else np.ones((0, n_units), dtype=bool)
@@ -179,12 +170,7 @@ def token_strips(run: Any, name: str, split: str, step: int, unit: int) -> dict[
     latest at or before ``step``); with ``unit`` in range, the tokens it was most active
     on, each with the input tokens around it as text, the token's place among them and
     the activation."""
-    steps = run.top_token_steps(name, split)
-    at = evaluation_at(steps, step)
-    notice = ""
-    if at is None:
-        at = int(steps[0])
-        notice = f"the first evaluation (step {at}) comes after this step"
+    at, notice = _evaluation_in_view(run.top_token_steps(name, split), step)
     got = run.unit_tokens(name, at, split)
     n_units, k = got.values.shape
     with np.errstate(invalid="ignore"):
@@ -201,17 +187,29 @@ def token_strips(run: Any, name: str, split: str, step: int, unit: int) -> dict[
         "unit": -1,
         "notice": notice,
     }
+    said = []
     if not has_text:
-        said = "tokens shown by id: evaluate with tokens= (a vocabulary or tokenizer) for text"
-        out["notice"] = f"{notice}; {said}" if notice else said
+        said.append(
+            "tokens shown by id: evaluate with tokens= (a vocabulary or tokenizer) for text"
+        )
+    bad_units = int((got.nonfinite > 0).sum())
+    if bad_units:
+        said.append(
+            f"{bad_units:,} of {n_units:,} units had non-finite activations (NaN/inf): "
+            "+inf is ranked, NaN and -inf are not"
+        )
+    out["notice"] = "; ".join([notice, *said] if notice else said)
     if 0 <= unit < n_units:
         rows = run.top_tokens(name, unit=unit, step=at, split=split)
         out["unit"] = unit
+        out["nonfinite"] = int(got.nonfinite[unit])
         out["tokens"] = [
             {
                 "id": int(r.id),
                 "position": int(r.position),
-                "value": float(r.value),
+                # JSON has no inf: a non-finite value travels as its name, never a number
+                "value": float(r.value) if np.isfinite(r.value) else None,
+                **({} if np.isfinite(r.value) else {"nonfinite": _nonfinite_name(r.value)}),
                 "token": str(r.token),
                 "context": [str(t) for t in r.context],
                 "focus": int(r.focus),
@@ -221,3 +219,45 @@ def token_strips(run: Any, name: str, split: str, step: int, unit: int) -> dict[
     elif unit >= n_units:
         out["notice"] = f"unit {unit} is outside 0..{n_units - 1} for {name!r}"
     return out
+
+
+def _evaluation_in_view(steps: np.ndarray, step: int) -> tuple[int, str]:
+    """The evaluation step shown at ``step`` (the latest at or before it, else the first)
+    and the notice that says so when it comes after."""
+    at = evaluation_at(steps, step)
+    if at is None:
+        at = int(steps[0])
+        return at, f"the first evaluation (step {at}) comes after this step"
+    return at, ""
+
+
+def _nonfinite_name(value: float) -> str:
+    return "NaN" if np.isnan(value) else "+Inf" if value > 0 else "-Inf"
+
+
+def _no_top_tokens(run: Any, name: str, split: str) -> str:
+    """Why layer ``name`` has no top tokens at the ``split`` evaluations: left out of the
+    last one (the reason, and the other layers left out), or not a token layer."""
+    how = f"run.evaluate(..., units_layer={name!r}) records it"
+    last = (run.meta(LEFT_OUT_KEY) or {}).get(split)
+    layers = last.get("layers") if isinstance(last, dict) else None
+    if isinstance(layers, dict) and name in layers:
+        reason = LEFT_OUT_REASONS.get(str(layers[name]), str(layers[name]))
+        others = [str(n) for n in layers if n != name]
+        shown = ", ".join(others[:8]) + (f" and {len(others) - 8} more" if len(others) > 8 else "")
+        also = f" Also left out: {shown}." if others else ""
+        budget = last.get("max_units")
+        budget = f"{budget:,}" if type(budget) is int else "a bounded number of"
+        if layers[name] == "width":
+            how = (
+                "name a narrower layer with units_layer= (a block's output, an MLP's hidden units)"
+            )
+        return (
+            f"No top tokens of {name!r}: the evaluation of step {last.get('step')} left it "
+            f"out ({reason}; {budget} units in all); {how}.{also}"
+        )
+    return (
+        f"No top tokens of {name!r} at the {split!r} evaluations: its output is not "
+        "(samples, tokens, features), or the evaluation did not watch it; "
+        f"{how}."
+    )
