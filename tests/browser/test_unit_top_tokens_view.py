@@ -53,6 +53,10 @@ def test_the_unit_explorer_shows_a_units_top_tokens_in_their_context(nb, tmp_pat
     view = page.locator(".nbviz-lb").first
     units = view.locator(".nbviz-lb-units")
     expect(units).to_contain_text(f"evaluation of step {ref['step']}, top 8 tokens per unit")
+    # the section's title says what it shows: tokens, not samples
+    expect(view.locator(".nbviz-lb-units-title")).to_have_text(
+        "what each unit responds to: the tokens it was most active on, in their context"
+    )
     strips = units.locator(".nbviz-lb-strip")
     expect(strips).to_have_count(len(rows))
     for i, row in enumerate(rows):
@@ -108,3 +112,6 @@ def test_a_layer_without_top_tokens_says_so_in_words(nb, tmp_path: Path) -> None
         ready=".nbviz-lb-units-empty",
     )
     expect(nb.page.locator(".nbviz-lb-units-empty").first).to_contain_text("No top tokens of 'pos'")
+    expect(nb.page.locator(".nbviz-lb-units-title").first).to_have_text(
+        "what each unit responds to"
+    )
