@@ -369,3 +369,23 @@ def test_units_layer_counts_in_the_budget_and_one_too_wide_is_refused_with_a_war
         assert run.top_token_layers() == ["blocks.0.ln1"]
         assert run.meta("top_tokens_left_out")["val"]["layers"]["head"] == "width"
         assert len(run.embeddings(0, layer="head", kind="units")[0]) == 4  # its means are kept
+
+
+def test_units_layer_is_the_module_itself_first_in_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module given as ``units_layer`` is found among the watched ones by identity
+    (recorded under the probe's name for it) and takes its units first: here all of them."""
+    from nbviz.recording import unit_tokens
+
+    monkeypatch.setattr(unit_tokens, "MAX_TOP_TOKEN_UNITS", 64)
+    model, loader = _gpt()
+    with nbviz.Run(tmp_path / "lm") as run:
+        run.watch(model, every=1, name="D")
+        opt = torch.optim.SGD(model.parameters(), lr=0.0)
+        lm_steps(run, model, opt, torch.Generator().manual_seed(1), 1, batch=4)
+        run.evaluate(0, model, loader, units_layer=model.blocks[0].mlp.fc)
+        run.flush()
+        assert run.top_token_layers() == ["D.blocks.0.mlp.fc"]
+        left = run.meta("top_tokens_left_out")["val"]["layers"]
+        assert left["D.blocks.0.mlp.act"] == "budget" and left["D.tok"] == "embedding"
