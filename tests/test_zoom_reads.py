@@ -7,6 +7,7 @@ Costs are counted (SQLite statements and virtual-machine steps), never timed.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -146,6 +147,30 @@ def test_a_value_one_pass_cannot_read_exactly_is_read_column_by_column(bad: obje
         return
     with pytest.raises(StoredValueError):
         frame(rows, ("step", "value"), "if")
+
+
+@pytest.mark.parametrize("n_rows", [3, 31, 32, 200])
+@pytest.mark.parametrize("bad", ["7", "nan", b"7", 7.0], ids=["7", "nan", "bytes", "a float"])
+def test_an_int_column_holding_no_integer_raises_at_any_row_count(n_rows: int, bad: object) -> None:
+    # text that float64 would parse (a number, 'nan') must not read as one past 32 rows
+    rows = [(s, float(s)) for s in range(n_rows)]
+    rows[n_rows // 2] = (bad, 1.0)
+    with pytest.raises(StoredValueError, match=re.escape(f"a stored integer is {bad!r}")):
+        frame(rows, ("step", "value"), "if")
+
+
+@pytest.mark.parametrize("bad", ["7", "nan", b"7", " 7 ", "inf", "oops"])
+def test_a_float_column_holding_text_reads_the_same_at_any_row_count(bad: object) -> None:
+    for n_rows in (3, 31, 32, 200):
+        rows = [(s, float(s)) for s in range(n_rows)]
+        rows[1] = (1, bad)
+        try:
+            want = _exact(rows, ("step", "value"), "if")
+        except StoredValueError as exc:
+            with pytest.raises(StoredValueError, match=re.escape(str(exc))):
+                frame(rows, ("step", "value"), "if")
+        else:
+            assert frame(rows, ("step", "value"), "if").equals(want), n_rows
 
 
 @pytest.mark.parametrize(
