@@ -193,6 +193,63 @@ def test_scalar_points_are_the_points_of_scalar_summary(
     assert whole.width > 0 and whole.total == len(r.scalars(name))
 
 
+def _awkward_series() -> list[tuple[int, float]]:
+    """``(step, value)`` rows whose buckets hit each rule of the points: constant and tied
+    extremes, non-finite buckets with no finite value, single rows, sparse stretches."""
+    nan, inf = float("nan"), float("inf")
+    rows = [(s, 1.0) for s in range(16)]  # constant: min and max at one step
+    rows += [(s, 2.0) for s in range(16, 32)]  # min and max tied at every step
+    rows[18], rows[25] = (18, 0.5), (25, 0.5)  # the minimum reached twice
+    rows[20], rows[30] = (20, 3.0), (30, 3.0)  # and the maximum
+    rows += [(s, nan) for s in range(32, 48)]  # NaN only
+    rows += [(s, inf if s % 2 else -inf) for s in range(48, 64)]  # +-Inf only
+    rows += [(s, nan if s % 3 else -1.0) for s in range(64, 80)]  # NaN around finite ones
+    rows += [(100, 4.0), (200, nan), (300, -inf), (400, 2.0), (401, nan), (416, 7.0)]
+    rng = np.random.default_rng(17)
+    tail = rng.integers(0, 5, 4000).astype(float)  # few distinct values: ties everywhere
+    tail[rng.integers(0, 4000, 30)] = nan
+    rows += [(1000 + i, float(v)) for i, v in enumerate(tail)]
+    rows += [(20_000 + 300 * i, float(i % 3)) for i in range(40)]  # one row per bucket
+    return rows
+
+
+@pytest.fixture(scope="module")
+def awkward(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reader]:
+    path = tmp_path_factory.mktemp("awkward") / "run"
+    with Writer(path, commit_interval=0.5) as w:
+        w.insert("scalars", [("odd", s, v, 0.0) for s, v in _awkward_series()])
+    with Reader(path) as r:
+        yield r
+
+
+@pytest.mark.parametrize(
+    "window", [(0, 80), (0, 450), (0, 1000), (0, 6000), (900, 2100), (0, 40_000), (15_000, 40_000)]
+)
+@pytest.mark.parametrize("max_points", [2, 7, 30, 200])
+def test_bucket_points_in_sql_are_summary_points_of_awkward_buckets(
+    awkward: Reader, window: tuple[int, int], max_points: int
+) -> None:
+    # window_sql.BUCKET_POINTS and scalar_points.summary_points: the same points, rule for rule
+    got = awkward.scalar_points("odd", max_points, window)
+    summary = awkward.scalar_summary("odd", max_points, window)
+    steps, values, _breaks = summary_points(summary)
+    assert (got.total, got.width) == (summary.total, summary.width)
+    np.testing.assert_array_equal(got.steps, steps)
+    np.testing.assert_array_equal(got.values, values)
+
+
+def test_awkward_buckets_give_the_points_their_rules_say(awkward: Reader) -> None:
+    got = awkward.scalar_points("odd", 30, (0, 450))
+    assert got.width == 16
+    points = dict(zip(got.steps.tolist(), got.values.tolist()))
+    assert points[0] == 1.0 and not set(points) & set(range(1, 16))  # constant: one point
+    assert {s: points.get(s) for s in range(16, 32) if s in points} == {18: 0.5, 20: 3.0}
+    assert [s for s in points if 32 <= s < 80] == [32, 48, 64, 66]  # a NaN each, -1.0 at 66
+    assert np.isnan([points[32], points[48], points[64]]).all() and points[66] == -1.0
+    assert points[100] == 4.0 and np.isnan(points[200]) and np.isnan(points[300])
+    assert points[400] == 2.0 and np.isnan(points[401]) and points[416] == 7.0
+
+
 def test_a_bucketed_window_keeps_the_break_of_a_non_finite_step(
     readers: dict[int, Reader],
 ) -> None:
