@@ -1,6 +1,7 @@
 """The step scrubber over a 100k-step run in a real JupyterLab: its positions arrive as one
 run of steps (a few bytes), and the keys, the buttons, the slider and play move through
-every step, the kernel's ``step`` following."""
+every step, the kernel's ``step`` following. Between the thinned positions of a long
+irregular run, a recorded step set from the kernel is said to be shown at one."""
 
 from __future__ import annotations
 
