@@ -65,11 +65,13 @@ function render({ model, el: root }) {
     const i = currentIndex();
     slider.value = String(i);
     const shown = positions.at(i);
-    const exact = shown === step;
+    // "after Y" says the step is not recorded, which only every position sent can tell;
+    // thinned positions (every > 1) may skip a recorded step: say where it is shown
+    const where = every > 1 || shown > step ? "shown at" : "after";
     const of = every > 1 ? ` (1 in ${formatStep(every)} of ${formatStep(total)} steps)` : "";
     label.textContent =
       `step ${formatStep(step)}` +
-      (exact ? "" : ` (after ${formatStep(shown)})`) +
+      (shown === step ? "" : ` (${where} ${formatStep(shown)})`) +
       ` \u00b7 ${formatStep(i + 1)} of ${formatStep(positions.length)}${of}`;
     root.setAttribute("data-step", String(step));
     const playing = !!model.get("playing");

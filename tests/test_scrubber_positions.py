@@ -131,6 +131,24 @@ def test_the_payload_bound_holds_for_any_step_pattern() -> None:
         assert kept[-1] == steps[-1] and np.isin(kept, steps).all()
 
 
+@pytest.mark.parametrize("max_runs", [2, 3])
+def test_the_fewest_runs_allowed_still_keep_the_first_and_last_step(max_runs: int) -> None:
+    steps = np.unique(np.random.default_rng(2).integers(0, 10_000, 500))
+    runs = array_from_payload(runs_payload(steps, max_runs=max_runs)["runs"]).reshape(-1, 3)
+    kept = expand_runs(runs)
+    assert len(runs) <= max_runs and kept[0] == steps[0] and kept[-1] == steps[-1]
+
+
+@pytest.mark.parametrize(
+    ("max_runs", "error"),
+    [(1, ValueError), (0, ValueError), (-4, ValueError), (2.5, TypeError), (True, TypeError)],
+)
+def test_fewer_than_two_runs_are_refused_naming_the_value(max_runs: object, error: type) -> None:
+    steps = np.unique(np.random.default_rng(2).integers(0, 10_000, 500))
+    with pytest.raises(error, match=rf"max_runs must be an integer >= 2, got {max_runs!r}"):
+        runs_payload(steps, max_runs=max_runs)  # type: ignore[arg-type]
+
+
 def test_the_union_of_recorded_steps_around_a_run_logged_every_step() -> None:
     from nbviz.widgets.run_index import _union
 

@@ -7,6 +7,7 @@ Costs are counted (SQLite statements and virtual-machine steps), never timed.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -148,6 +149,30 @@ def test_a_value_one_pass_cannot_read_exactly_is_read_column_by_column(bad: obje
         frame(rows, ("step", "value"), "if")
 
 
+@pytest.mark.parametrize("n_rows", [3, 31, 32, 200])
+@pytest.mark.parametrize("bad", ["7", "nan", b"7", 7.0], ids=["7", "nan", "bytes", "a float"])
+def test_an_int_column_holding_no_integer_raises_at_any_row_count(n_rows: int, bad: object) -> None:
+    # text that float64 would parse (a number, 'nan') must not read as one past 32 rows
+    rows = [(s, float(s)) for s in range(n_rows)]
+    rows[n_rows // 2] = (bad, 1.0)
+    with pytest.raises(StoredValueError, match=re.escape(f"a stored integer is {bad!r}")):
+        frame(rows, ("step", "value"), "if")
+
+
+@pytest.mark.parametrize("bad", ["7", "nan", b"7", " 7 ", "inf", "oops"])
+def test_a_float_column_holding_text_reads_the_same_at_any_row_count(bad: object) -> None:
+    for n_rows in (3, 31, 32, 200):
+        rows = [(s, float(s)) for s in range(n_rows)]
+        rows[1] = (1, bad)
+        try:
+            want = _exact(rows, ("step", "value"), "if")
+        except StoredValueError as exc:
+            with pytest.raises(StoredValueError, match=re.escape(str(exc))):
+                frame(rows, ("step", "value"), "if")
+        else:
+            assert frame(rows, ("step", "value"), "if").equals(want), n_rows
+
+
 @pytest.mark.parametrize(
     "window",
     [(1200, 1299), (0, 10), (1000, 1900), (900, 12_000), (0, LONG - 1), (LONG - 5, LONG + 50)],
@@ -166,6 +191,63 @@ def test_scalar_points_are_the_points_of_scalar_summary(
         np.testing.assert_array_equal(got.values, values)  # NaN where the series broke
     whole = r.scalar_points(name, 100)
     assert whole.width > 0 and whole.total == len(r.scalars(name))
+
+
+def _awkward_series() -> list[tuple[int, float]]:
+    """``(step, value)`` rows whose buckets hit each rule of the points: constant and tied
+    extremes, non-finite buckets with no finite value, single rows, sparse stretches."""
+    nan, inf = float("nan"), float("inf")
+    rows = [(s, 1.0) for s in range(16)]  # constant: min and max at one step
+    rows += [(s, 2.0) for s in range(16, 32)]  # min and max tied at every step
+    rows[18], rows[25] = (18, 0.5), (25, 0.5)  # the minimum reached twice
+    rows[20], rows[30] = (20, 3.0), (30, 3.0)  # and the maximum
+    rows += [(s, nan) for s in range(32, 48)]  # NaN only
+    rows += [(s, inf if s % 2 else -inf) for s in range(48, 64)]  # +-Inf only
+    rows += [(s, nan if s % 3 else -1.0) for s in range(64, 80)]  # NaN around finite ones
+    rows += [(100, 4.0), (200, nan), (300, -inf), (400, 2.0), (401, nan), (416, 7.0)]
+    rng = np.random.default_rng(17)
+    tail = rng.integers(0, 5, 4000).astype(float)  # few distinct values: ties everywhere
+    tail[rng.integers(0, 4000, 30)] = nan
+    rows += [(1000 + i, float(v)) for i, v in enumerate(tail)]
+    rows += [(20_000 + 300 * i, float(i % 3)) for i in range(40)]  # one row per bucket
+    return rows
+
+
+@pytest.fixture(scope="module")
+def awkward(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reader]:
+    path = tmp_path_factory.mktemp("awkward") / "run"
+    with Writer(path, commit_interval=0.5) as w:
+        w.insert("scalars", [("odd", s, v, 0.0) for s, v in _awkward_series()])
+    with Reader(path) as r:
+        yield r
+
+
+@pytest.mark.parametrize(
+    "window", [(0, 80), (0, 450), (0, 1000), (0, 6000), (900, 2100), (0, 40_000), (15_000, 40_000)]
+)
+@pytest.mark.parametrize("max_points", [2, 7, 30, 200])
+def test_bucket_points_in_sql_are_summary_points_of_awkward_buckets(
+    awkward: Reader, window: tuple[int, int], max_points: int
+) -> None:
+    # window_sql.BUCKET_POINTS and scalar_points.summary_points: the same points, rule for rule
+    got = awkward.scalar_points("odd", max_points, window)
+    summary = awkward.scalar_summary("odd", max_points, window)
+    steps, values, _breaks = summary_points(summary)
+    assert (got.total, got.width) == (summary.total, summary.width)
+    np.testing.assert_array_equal(got.steps, steps)
+    np.testing.assert_array_equal(got.values, values)
+
+
+def test_awkward_buckets_give_the_points_their_rules_say(awkward: Reader) -> None:
+    got = awkward.scalar_points("odd", 30, (0, 450))
+    assert got.width == 16
+    points = dict(zip(got.steps.tolist(), got.values.tolist()))
+    assert points[0] == 1.0 and not set(points) & set(range(1, 16))  # constant: one point
+    assert {s: points.get(s) for s in range(16, 32) if s in points} == {18: 0.5, 20: 3.0}
+    assert [s for s in points if 32 <= s < 80] == [32, 48, 64, 66]  # a NaN each, -1.0 at 66
+    assert np.isnan([points[32], points[48], points[64]]).all() and points[66] == -1.0
+    assert points[100] == 4.0 and np.isnan(points[200]) and np.isnan(points[300])
+    assert points[400] == 2.0 and np.isnan(points[401]) and points[416] == 7.0
 
 
 def test_a_bucketed_window_keeps_the_break_of_a_non_finite_step(

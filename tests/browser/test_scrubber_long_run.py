@@ -1,6 +1,7 @@
 """The step scrubber over a 100k-step run in a real JupyterLab: its positions arrive as one
 run of steps (a few bytes), and the keys, the buttons, the slider and play move through
-every step, the kernel's ``step`` following."""
+every step, the kernel's ``step`` following. Between the thinned positions of a long
+irregular run, a recorded step set from the kernel is said to be shown at one."""
 
 from __future__ import annotations
 
@@ -74,3 +75,32 @@ def test_keys_buttons_slider_and_play_move_through_a_long_run(nb, tmp_path: Path
     root.locator(".nbviz-scrub-play").click()
     nb.wait_kernel("s.playing", "False")
     nb.screenshot("scrubber-long-run")
+
+
+def test_a_recorded_step_between_thinned_positions_is_shown_at_one(nb, tmp_path: Path) -> None:
+    import numpy as np
+
+    from nbviz.store import Writer
+
+    # irregular steps past MAX_RUNS runs: every k-th one is sent, the kernel keeps them all
+    steps = np.unique(np.random.default_rng(4).integers(0, 60_000, 6_500))
+    with Writer(tmp_path / "thin", commit_interval=0.5) as w:
+        w.insert("scalars", [("train_loss", int(s), 1.0 / (1 + int(s)), 0.0) for s in steps])
+    nb.run(
+        "thin.ipynb",
+        [
+            "import nbviz\n"
+            f"s = nbviz.StepScrubber(nbviz.open_run({str(tmp_path / 'thin')!r}), live=False)\ns",
+        ],
+    )
+    label = nb.page.locator(".nbviz-scrubber .nbviz-scrub-step")
+    expect(label).to_have_text(re.compile(r"\(1 in \d+ of 6,\d{3} steps\)$"))
+    assert int(nb.kernel_eval("s.positions['every']")) > 1
+    # a linked view sets a recorded step that was not sent: the label does not call it
+    # unrecorded ("after"), it says where the slider shows it
+    hidden = int(steps[1])
+    nb.kernel_eval(f"setattr(s, 'step', {hidden}) or s.step")
+    expect(label).to_have_text(
+        re.compile(rf"^step {hidden:,} \(shown at {int(steps[0]):,}\) · 1 of [\d,]+ \(1 in")
+    )
+    nb.screenshot("scrubber-thinned-shown-at")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, islice
 from typing import Any
 
 import numpy as np
@@ -110,24 +110,33 @@ def _column(values: Sequence[Any], kind: str) -> Any:
 
 # integers a float64 holds exactly: a column of them is read through one float64 array
 _EXACT = float(2**53)
-# fewer rows than this are converted column by column (as quick, and exact about types)
+# fewer rows than this are converted column by column (as quick)
 _MANY = 32
+# the types a column of each kind may hold to be read in one pass; any other
+# (text, bytes: float64 would parse '7' as 7.0 and 'nan' as NaN) is left to the
+# column's own reading, which decides as it does for a few rows
+_ONE_PASS = {"i": _INT, "f": _NUMBER}
 
 
 def _numeric_columns(rows: list[tuple], kinds: str) -> list[Any] | None:
     """The columns of ``rows`` (ints and floats only) through one float64 array, or None.
 
     One C pass over the rows instead of a Python pass per column: the cost of a
-    long read is SQLite's, not the conversion's. None (read column by column)
-    where a value is not a number (a damaged file), an int column holds a
-    fraction or an integer past 2**53.
+    long read is SQLite's, not the conversion's. The result is what the column
+    by column reading gives; None (read column by column) where a column holds
+    a value of another type (a damaged file: text, bytes, a float in an int
+    column) or an integer past 2**53.
     """
-    n = len(rows)
+    n, width = len(rows), len(kinds)
+    for j, kind in enumerate(kinds):
+        # C-speed type test of column j, read in place from the rows
+        if not set(map(type, islice(chain.from_iterable(rows), j, None, width))) <= _ONE_PASS[kind]:
+            return None
     try:
-        flat = np.fromiter(chain.from_iterable(rows), np.float64, n * len(kinds))
-    except (TypeError, ValueError):
+        flat = np.fromiter(chain.from_iterable(rows), np.float64, n * width)
+    except (TypeError, ValueError):  # rows of another width than kinds
         return None
-    table = flat.reshape(n, len(kinds))
+    table = flat.reshape(n, width)
     out: list[Any] = []
     for j, kind in enumerate(kinds):
         col = np.ascontiguousarray(table[:, j])
@@ -136,7 +145,7 @@ def _numeric_columns(rows: list[tuple], kinds: str) -> list[Any] | None:
             continue
         null = np.isnan(col)
         known = np.where(null, 0.0, col)
-        if (np.abs(known) > _EXACT).any() or (known != np.floor(known)).any():
+        if (np.abs(known) > _EXACT).any():
             return None
         whole = known.astype(np.int64)
         out.append(pd.arrays.IntegerArray(whole, null) if null.any() else whole)
@@ -147,16 +156,18 @@ def frame(rows: list[tuple], columns: Sequence[str], kinds: str) -> pd.DataFrame
     """A frame of ``rows``; ``kinds`` has a letter per column.
 
     ``i``: int (nullable where NULL), ``f``: float (NULL -> NaN), ``j``: JSON text
-    decoded, ``s``/``o``: as stored (text, bytes). Rows of ints and floats only
-    are converted in one pass (text that reads as a number, which SQLite's
-    column affinity stores as one anyway, is read as that number).
+    decoded, ``s``/``o``: as stored (text, bytes). Many rows of ints and floats
+    are converted in one pass, to what column by column gives at any row count:
+    an int column holding text raises StoredValueError, even text such as '7' or
+    'nan' (SQLite keeps text as text in a column without numeric affinity, and
+    'nan' in any column).
     """
     return pd.DataFrame(dict(zip(columns, table_columns(rows, kinds))), copy=False)
 
 
 def table_columns(rows: list[tuple], kinds: str) -> list[Any]:
     """The columns of ``rows`` as :func:`frame` makes them (``kinds``: a letter per column)."""
-    if len(rows) >= _MANY and set(kinds) <= {"i", "f"}:
+    if len(rows) >= _MANY and set(kinds) <= set(_ONE_PASS):
         fast = _numeric_columns(rows, kinds)
         if fast is not None:
             return fast

@@ -28,9 +28,12 @@ def rows_sql(name: str, lo: int, hi: int, limit: int, edges: bool) -> tuple[str,
     return sql, (name, lo, name, lo, hi, limit, name, hi)
 
 
-# each bucket's minimum and maximum at the steps they were reached, and a NULL (a
-# break in the line) at its first non-finite step: what summary_points makes of
-# scalar_summary's buckets, read as two columns sorted by SQLite
+# each bucket's minimum and maximum at the steps they were reached (one point where
+# they share a step), and a NULL (a break in the line) at its first non-finite step,
+# read as two columns sorted by SQLite. Its reference is summary_points
+# (nbviz.widgets.scalar_points) of scalar_summary's buckets: a change to one is a
+# change to both, and tests/test_zoom_reads.py compares them on tied extremes,
+# buckets without a finite value and single-row buckets.
 BUCKET_POINTS = (
     "SELECT step, value FROM ("
     "SELECT min_step AS step, min AS value FROM scalar_buckets WHERE name = ?1 AND level = ?2 "

@@ -40,7 +40,12 @@ def _column(frame: Any, name: str, dtype: Any, fill: float) -> np.ndarray:
 
 
 def summary_points(summary: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(steps int64, values float64, breaks [n, 3] float64)`` of a ``SeriesSummary``."""
+    """``(steps int64, values float64, breaks [n, 3] float64)`` of a ``SeriesSummary``.
+
+    The reference of ``nbviz.store.window_sql.BUCKET_POINTS``, which makes the same
+    steps and values in SQL for ``Reader.scalar_points`` (a zoom's read): a change to
+    one is a change to both (tests/test_zoom_reads.py compares them).
+    """
     f = summary.frame
     if summary.width == 0:
         steps = _column(f, "step", np.int64, 0)

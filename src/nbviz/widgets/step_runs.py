@@ -62,7 +62,12 @@ def expand_runs(runs: np.ndarray) -> np.ndarray:
 
 def runs_payload(steps: np.ndarray, max_runs: int = MAX_RUNS) -> dict[str, Any]:
     """The scrubber's ``positions``: ``{"runs": [k, 3] array, "total": steps recorded,
-    "every": 1, or k when every k-th step is sent}`` with at most ``max_runs`` runs."""
+    "every": 1, or k when every k-th step is sent}`` with at most ``max_runs`` runs
+    (at least 2: thinned positions keep the first step and the last)."""
+    if isinstance(max_runs, bool) or not isinstance(max_runs, (int, np.integer)):
+        raise TypeError(f"runs_payload: max_runs must be an integer >= 2, got {max_runs!r}")
+    if max_runs < 2:
+        raise ValueError(f"runs_payload: max_runs must be an integer >= 2, got {max_runs!r}")
     steps = np.asarray(steps, dtype=np.int64)
     n = len(steps)
     if n > 1 and int(steps[-1]) - int(steps[0]) == n - 1:  # distinct: every step between
