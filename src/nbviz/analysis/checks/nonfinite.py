@@ -36,7 +36,7 @@ def _rank(lay: ModelLayout | None, item: dict[str, Any]) -> tuple:
     return (item["step"], 2, -depth)  # backward runs from the output
 
 
-def _first_nonfinite(run: Any, name: str) -> tuple[int, float] | None:
+def first_nonfinite(run: Any, name: str) -> tuple[int, float] | None:
     """The first non-finite value of a scalar: by index seeks where the run has them."""
     if hasattr(run, "first_nonfinite"):
         return run.first_nonfinite(name)
@@ -72,7 +72,7 @@ def check(run: Any) -> list[Finding]:
     for name in LOSS_NAMES:
         if name not in known:
             continue
-        bad = _first_nonfinite(run, name)
+        bad = first_nonfinite(run, name)
         if bad is not None:
             items.append(
                 {
