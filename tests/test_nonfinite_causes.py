@@ -1,5 +1,5 @@
-"""A learning rate so high that the loss overflows within a few steps is named as the
-cause, not left as a bare numerical failure."""
+"""What a NaN/Inf is traced back to: a learning rate so high that the loss overflows
+within a few steps, or a layer whose weights turned non-finite before its output."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ X = torch.randn(512, 12, generator=torch.Generator().manual_seed(0))
 Y = (X[:, :2] > 0).long() @ torch.tensor([1, 2])
 
 
-def _train(path: Path, lr: float, poison_at: int | None = None) -> nbviz.Run:
+def _train(path: Path, lr: float, poison_at: int | None = None, every: int = 50) -> nbviz.Run:
     torch.manual_seed(0)
     model = named_mlp(12, 64, 64, 4)
     opt = torch.optim.SGD(model.parameters(), lr)
     run = nbviz.Run(path)
-    with run.watch(model):
+    with run.watch(model, every=every):
         for step in range(30):
             i = (step * 32) % 512
             loss = nn.functional.cross_entropy(model(X[i : i + 32]), Y[i : i + 32])
@@ -53,4 +53,18 @@ def test_a_nan_written_into_a_weight_while_the_loss_falls_stays_numerical(tmp_pa
     findings = run.diagnose()
     assert "learning_rate_too_high" not in set(findings["check"])
     assert run.triage()["cause"].iloc[0] == "numerics"
+    run.close()
+
+
+def test_a_layer_whose_weights_held_the_nan_first_is_told_so_where_they_were_captured(
+    tmp_path: Path,
+) -> None:
+    """The first non-finite output is fc2's; the capture after step 15's update already
+    shows the NaN in fc2.weight, so the advice points at what changed the weights, not
+    at the layer's forward."""
+    run = _train(tmp_path / "r", lr=0.05, poison_at=15, every=1)
+    row = run.diagnose().set_index("check").loc["nonfinite"]
+    assert row["layer"] == "fc2" and row["step"] == 16
+    assert "parameter 'fc2.weight' already held non-finite values at step 15" in row["message"]
+    assert "log/sqrt" not in row["message"]
     run.close()
