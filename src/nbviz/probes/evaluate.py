@@ -344,7 +344,8 @@ class _Batches:
         losses = total / kept.sum(dim=1).clamp(min=1)
         self.losses.append(losses.cpu().numpy().astype(np.float64))
         self._keep_values("outputs", logit, rows)
-        self._keep_values("targets", y, rows)
+        # the classes as they are (whole numbers): the gallery draws them as class maps
+        self._keep_values("targets", rec.to_numpy(y, "evaluate: labels"), rows)
         self._keep(number, rows, x, i)
 
     def loss_batch(
