@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from nbviz.store import MissingStepError
+from nbviz.widgets.layer_table import main_weight
 from nbviz.widgets.sampling import count_text, evenly
 from nbviz.widgets.wire import array_trait_payload, floats_payload, steps_payload
 
@@ -200,7 +201,7 @@ class HistogramsAtStep:
         """Activations and output gradient of ``row``'s layer, and its weight and weight
         gradient where it has a weight, at ``step``."""
         name = row["name"]
-        weight = f"{name}.weight" if f"{name}.weight" in row["own_params"] else None
+        weight = main_weight(row)
         wanted = [("activation", name, "activations"), ("gradient", name, "output gradient")]
         if weight:
             wanted += [("weight", weight, "weight"), ("gradient", weight, "weight gradient")]
