@@ -73,6 +73,8 @@ class StepClock:
     _sync_backward: bool  # several ranks: this backward averages gradients (DDP)
     steps_seen: int
     notes: list[str]
+    _root_calls: int
+    _summary_written: bool
 
     def _setup_clock(self, first_step: int, optimizer: torch.optim.Optimizer | None) -> None:
         self._next_step = first_step
@@ -152,6 +154,8 @@ class StepClock:
             self._start_step()
         self._active = True
         self._checked = None
+        if not self._summary_written:
+            self._root_calls += 1
         if not self._autocast:
             self._autocast = self._autocast_on()
 

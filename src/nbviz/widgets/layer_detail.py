@@ -117,6 +117,7 @@ def stats_detail(
         "type": row["type"],
         "shape": row["shape"],
         "params": row["params"],
+        "note": row["note"],  # what the probe says of it (a part of its output, shared calls)
         "series": series,
         "notice": "; ".join(notes),
         "empty": "" if series else f"No statistics recorded for {name!r} yet" + unwatched,
