@@ -1,5 +1,6 @@
-"""Several training passes per logged step (gradient accumulation) without ``optimizer=``:
-the probe says so at once, since each pass would otherwise be recorded as a step."""
+"""Training passes whose weights do not change: several per logged step (gradient
+accumulation) without ``optimizer=``, which the probe tells at once; and a step that took
+no update (a warm-up from 0), which diagnose() does not blame on a layer's optimizer."""
 
 from __future__ import annotations
 
@@ -78,3 +79,29 @@ def test_logging_every_tenth_step_or_a_loop_started_again_is_no_accumulation(
                     opt.step()
                     if step % 10 == 0:
                         run.log(step, train_loss=loss, overwrite=bool(again))
+
+
+def test_a_warm_up_from_zero_seen_at_one_capture_blames_no_layer(tmp_path: Path) -> None:
+    """A short run at the default period captures step 0 alone, where a learning rate
+    warmed up from 0 moves nothing: one info row on the step, no layer's optimizer blamed."""
+    torch.manual_seed(0)
+    model = named_mlp(12, 16, 2)
+    opt = torch.optim.SGD(model.parameters(), 0.1)
+    warm = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, step / 10))
+    with nbviz.Run(tmp_path / "r") as run:
+        with run.watch(model):
+            for step in range(30):
+                i = (step * 32) % 512
+                loss = nn.functional.cross_entropy(model(X[i : i + 32]), Y[i : i + 32])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                warm.step()
+                run.log(step, train_loss=loss)
+        run.flush()
+        assert list(run.steps("update")) == [0]
+        stuck = run.diagnose().query("check == 'stuck_weights'")
+        assert len(stuck) == 1 and stuck["severity"].iloc[0] == "info"
+        assert stuck["layer"].iloc[0] == ""
+        assert "No parameter changed at step 0, the only step captured" in stuck["message"].iloc[0]
+        assert run.triage()["cause"].iloc[0] == "healthy"
