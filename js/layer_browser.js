@@ -84,6 +84,7 @@ function render({ model, el: root }) {
     }
     const params = d.params ? `${Number(d.params).toLocaleString("en-US")} params` : "";
     const parts = [el("h4", { text: [d.layer, d.type, d.shape, params].filter(Boolean).join(" \u00b7 ") })];
+    if (d.note) parts.push(el("div", { class: "nbviz-muted nbviz-lb-note", text: d.note }));
     if (d.notice) parts.push(el("div", { class: "nbviz-notice", text: `summarised: ${d.notice}` }));
     if (d.empty) parts.push(el("div", { class: "nbviz-muted nbviz-lb-detail-empty", text: d.empty }));
     charts = layerCharts(d.series ?? []);

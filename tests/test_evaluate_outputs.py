@@ -123,6 +123,31 @@ def test_a_per_pixel_model_averages_each_samples_pixel_losses(tmp_path: Path, di
     assert frame["pred"].isna().all()
 
 
+def test_a_per_pixel_classifier_needs_no_loss_fn_and_leaves_ignored_pixels_out(
+    tmp_path: Path, digits
+) -> None:
+    """(N, C, H, W) scores against (N, H, W) classes: torch's cross-entropy layout for
+    segmentation. Each sample's loss is the mean over its pixels not marked ``ignore_index``."""
+    x, _ = digits
+    masks = (x[:, 0] > 0.5).long()
+    masks[:, 0, :] = 255  # a border row the labels leave out
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 2, 1))
+    with nbviz.Run(tmp_path / "seg") as run:
+        metrics = run.evaluate(0, model, batches(x, masks), ignore_index=255)
+        run.flush()
+        frame = run.predictions(0)
+        kept = run.outputs(0)
+        assert run.predicts_classes() is False
+    with torch.no_grad():
+        per_pixel = nn.functional.cross_entropy(model(x), masks, reduction="none", ignore_index=255)
+    expected = per_pixel[:, 1:, :].mean(dim=(1, 2))
+    np.testing.assert_allclose(frame["loss"], expected.numpy(), rtol=1e-5)
+    assert metrics["val_loss"] == pytest.approx(float(expected.mean()), rel=1e-5)
+    assert kept.outputs.shape == (449, 2, 8, 8) and kept.targets.shape == (449, 8, 8)
+    assert kept.targets.dtype == np.int64  # classes, drawn as class maps
+
+
 def test_a_multi_label_model_with_bce_keeps_its_labels_and_class_colours(
     tmp_path: Path, digits
 ) -> None:

@@ -282,3 +282,36 @@ def data_map_run(path: Path, epochs: int = 8) -> Path:
                 step += 1
             run.evaluate(step - 1, model, [(x, y)], split="train", samples=False)
     return path
+
+
+def record_segmentation(path: Path, steps: int = 60) -> Path:
+    """A small fully convolutional model that labels each pixel of the digits (ink, edge of
+    the ink, background), trained with per-pixel cross-entropy and evaluated without a
+    ``loss_fn``: ``(N, 3, 8, 8)`` scores against ``(N, 8, 8)`` classes."""
+    from nbviz.demo import load_digits
+
+    data = load_digits()
+    x_train, x_val = torch.from_numpy(data.x_train), torch.from_numpy(data.x_val)
+
+    def masks(x: torch.Tensor) -> torch.Tensor:
+        ink = x[:, 0] > 0.5
+        return ink.long() + (ink & (x[:, 0] < 0.8)).long()
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(8, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(8, 3, 1),
+    )
+    opt = torch.optim.Adam(model.parameters(), lr=3e-2)
+    y_train = masks(x_train)
+    val = [(x_val[i : i + 64], masks(x_val[i : i + 64])) for i in range(0, len(x_val), 64)]
+    with nbviz.Run(path, overwrite=True) as run, run.watch(model, every=10):
+        for step in range(steps):
+            i = (step * 64) % 1280
+            loss = sgd_step(model, opt, x_train[i : i + 64], y_train[i : i + 64])
+            run.log(step, train_loss=loss)
+        run.evaluate(steps - 1, model, val)
+    return path

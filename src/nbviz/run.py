@@ -485,6 +485,9 @@ class Run(RunView):
         targets where small enough to show (:meth:`log_outputs`) and embeddings; logs
         ``{split}_loss``. A classifier's ``(N, classes)`` outputs with class targets
         stay a classifier's predictions, with ``loss_fn``'s loss.
+        Without ``loss_fn``, ``(N, C, *positions)`` scores against ``(N, *positions)``
+        class ids (segmentation) give each sample the mean cross-entropy over its
+        positions whose class is not ``ignore_index``.
 
         A language model, whose outputs are ``(N, T, vocabulary)`` scores and whose
         targets are ``(N, T)`` token ids, is recognised as one and recorded token by

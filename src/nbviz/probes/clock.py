@@ -15,6 +15,12 @@ steps 0, 1, 2, ... With ``optimizer=``, a log that comes after the model's
 next forward but before that step's own update (a GAN's discriminator runs again
 in the generator's pass) names the step that ended, when its number is that
 step's.
+Without ``optimizer=``, two logs in a row that each name a step below the number of
+the step in progress (each after several training passes) are a loop that runs several forwards and
+backwards per optimizer step (gradient accumulation, or an optimizer such as SAM
+that takes two): each pass is counted as a step and the weights do not change between
+most of them. The probe warns once (``probe.notes`` keeps it) and says to pass
+``optimizer=``.
 A step is *captured* when its number is a multiple of
 ``every``; histograms are taken every ``hist_every`` steps (a multiple of
 ``every``). Whatever the period, the non-finite sentinel runs on every step.
@@ -30,6 +36,7 @@ gradients' checks after a backward, the capture of a capture step) belongs to
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -65,6 +72,9 @@ class StepClock:
     _callback_pending: bool  # a backward callback is queued or hooked on an output
     _sync_backward: bool  # several ranks: this backward averages gradients (DDP)
     steps_seen: int
+    notes: list[str]
+    _root_calls: int
+    _summary_written: bool
 
     def _setup_clock(self, first_step: int, optimizer: torch.optim.Optimizer | None) -> None:
         self._next_step = first_step
@@ -84,6 +94,10 @@ class StepClock:
         self._queue_callback = self._queue_backward_callback  # bound once: a hook per step
         self._sync_backward = True
         self.steps_seen = 0
+        self._logged: int | None = None  # the step number of the last log that named a step
+        self._counter_at_log = 0  # _counter then
+        self._passes_noted = False
+        self._behind = False  # the last log named a step below the one in progress
 
     def _on_log(self, step: int) -> None:
         """Called by ``run.log(step, ...)``: names the step in progress.
@@ -98,9 +112,29 @@ class StepClock:
             return
         if self._optimizer is not None and not self._optimizer_stepped and step == self._last_ended:
             return
+        behind = self._optimizer is None and step < self._tag
+        if behind and not self._passes_noted and self._logged is not None:
+            # twice in a row: not a lone extra pass, nor a loop started afresh at 0
+            if self._behind and step > self._logged:
+                self._note_passes(step, self._counter - self._counter_at_log)
+        self._behind = behind
+        self._logged, self._counter_at_log = step, self._counter
         self._tag = step
         self._tagged = True
         self._next_step = step + 1
+
+    def _note_passes(self, step: int, passes: int) -> None:
+        """Warn, once, that the loop trains the model several times per logged step."""
+        self._passes_noted = True
+        note = (
+            f"run.log({step}) came after {passes} training passes (forward and backward) of "
+            "the model since the last log: several passes per optimizer step (gradient "
+            "accumulation) are each counted as a step, and the weights do not change between "
+            "most of them; pass the optimizer, run.watch(model, optimizer=opt), so that a "
+            "step ends at optimizer.step()"
+        )
+        self.notes.append(note)
+        warnings.warn(note, stacklevel=4)
 
     def _on_optimizer_step(self, *_: Any) -> None:
         self._optimizer_stepped = True
@@ -122,6 +156,8 @@ class StepClock:
         self._checked = None
         if self._capture is not None and self._heads is not None:
             self._heads.begin(root)  # ended by an always-called hook (nbviz.probes.hooks)
+        if not self._summary_written:
+            self._root_calls += 1
         if not self._autocast:
             self._autocast = self._autocast_on()
 

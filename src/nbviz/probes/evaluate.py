@@ -271,7 +271,12 @@ def run_evaluation(
                 stacklevel=4,  # Run.evaluate's caller
             )
     else:
-        result = acc.classifier() if loss_fn is None else acc.by_loss()
+        if acc.logits and acc.losses and loss_fn is None:
+            raise ValueError(
+                "evaluate: some batches gave (samples, classes, *positions) scores against "
+                "(samples, *positions) classes, a class per position's, and others did not"
+            )
+        result = acc.classifier() if loss_fn is None and not acc.losses else acc.by_loss()
     result.embeddings = _rows(captured["embed"])
     result.embed_name = embed[0] if embed is not None else None
     result.units = _rows(captured["units"])
@@ -374,6 +379,9 @@ class _Batches:
             if not len(y_arr):
                 return  # an empty batch: nothing to evaluate
             logit = _model_output(model, x, device)
+        if dense_classes(logit, y):
+            self._dense_batch(number, logit, _to_device(y, device), x, i)
+            return
         rows = logit.shape[0] if logit.ndim else 1
         if len(y_arr) != rows:
             raise ValueError(
@@ -382,6 +390,25 @@ class _Batches:
             )
         self.logits.append(logit.detach().float().cpu())
         self.labels.append(y_arr)
+        self._keep(number, rows, x, i)
+
+    def _dense_batch(
+        self, number: int, logit: torch.Tensor, y: torch.Tensor, x: Any, i: Any
+    ) -> None:
+        """A class per position (segmentation): ``(N, C, *positions)`` scores against
+        ``(N, *positions)`` classes, torch's cross-entropy layout. Each sample's loss is the
+        mean cross-entropy over its positions whose class is not ``ignore_index``."""
+        rows = logit.shape[0]
+        per = nn.functional.cross_entropy(
+            logit.float(), y.long(), reduction="none", ignore_index=self.tokens.ignore_index
+        )
+        kept = (y != self.tokens.ignore_index).reshape(rows, -1)
+        total = per.reshape(rows, -1).sum(dim=1)
+        losses = total / kept.sum(dim=1).clamp(min=1)
+        self.losses.append(losses.cpu().numpy().astype(np.float64))
+        self._keep_values("outputs", logit, rows)
+        # the classes as they are (whole numbers): the gallery draws them as class maps
+        self._keep_values("targets", rec.to_numpy(y, "evaluate: labels"), rows)
         self._keep(number, rows, x, i)
 
     def loss_batch(
@@ -507,6 +534,18 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray | None:
         return np.concatenate(parts)
     except ValueError:  # batches of different shapes (e.g. variable-size targets)
         return None
+
+
+def dense_classes(outputs: Any, targets: Any) -> bool:
+    """Whether ``(N, C, *positions)`` outputs and ``(N, *positions)`` whole-number targets
+    give a class per position (a segmentation model's, in torch's cross-entropy layout)."""
+    if not isinstance(outputs, torch.Tensor) or not isinstance(targets, torch.Tensor):
+        return False
+    if outputs.ndim < 3 or not outputs.is_floating_point() or outputs.shape[1] < 2:
+        return False
+    if targets.dtype.is_floating_point or targets.dtype == torch.bool:
+        return False
+    return tuple(targets.shape) == (outputs.shape[0], *outputs.shape[2:])
 
 
 def _classes(outputs: np.ndarray, targets: np.ndarray | None) -> bool:

@@ -55,6 +55,9 @@ class ModuleHooks:
     _checked: tuple[Any, int, torch.Tensor] | None  # the last output checked
     _shapes: dict[str, list[int]]  # module name -> output shape at its first call
     _exec_order: dict[str, int]  # module name -> order of its first call
+    _calls: dict[str, int]  # module name -> its calls during the first step
+    _root_calls: int  # the model's training forwards during the first step
+    _summary_written: bool
     _unit_dims: dict[str, int | None]
     _mask: torch.Tensor | None  # (batch, tokens): True where a position counts
     _outputs_only: frozenset[str]  # modules whose output gradient is not recorded
@@ -91,6 +94,8 @@ class ModuleHooks:
         self._shapes = {}
         self._exec_order = {}
         self._unit_dims = {}
+        self._calls = {}
+        self._root_calls = 0
 
     def _attach(self, root: nn.Module, optimizer: torch.optim.Optimizer | None) -> None:
         """Hooks on the root (the step clock's), each watched module and the optimizer."""
@@ -125,6 +130,8 @@ class ModuleHooks:
     def _on_output(self, name: str, slot: int, module: nn.Module, args: Any, output: Any) -> None:
         if not self._active:
             return
+        if not self._summary_written:  # the first step: how often it runs per forward
+            self._calls[name] = self._calls.get(name, 0) + 1
         if type(output) is torch.Tensor and name in self._shapes:
             # the common case: a plain tensor from a module already seen
             live = output if output.is_floating_point() else None

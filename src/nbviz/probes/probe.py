@@ -37,6 +37,7 @@ each rank's own statistics to ``<run>/ranks/<rank>/``, a run of its own.
 from __future__ import annotations
 
 import contextlib
+import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -76,6 +77,10 @@ _SIGNAL_ALIASES = {
 #: (benchmarks/probe_overhead.py); a NaN is still reported at the exact step it appeared.
 DEFAULT_EVERY = 50
 DEFAULT_BINS = 64
+
+_COMPILED_MODULE = (
+    "inside a torch.compile'd model, where hooks do not run: weights and parameter gradients only"
+)
 
 _WATCHED: weakref.WeakKeyDictionary[nn.Module, Probe] = weakref.WeakKeyDictionary()
 
@@ -213,6 +218,10 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
                 "activations and output gradients are not recorded; weights and parameter "
                 "gradients are (read after backward)"
             )
+            warnings.warn(f"watch: the {self.notes[-1]}", stacklevel=3)
+            for mname, _ in model._orig_mod.named_modules():
+                if mname:  # each module's row in the summary says why it has no activations
+                    self._module_notes[prefix + mname] = _COMPILED_MODULE
             self.modules: list[tuple[str, nn.Module]] = []
             self._outputs_only: frozenset[str] = frozenset()
         else:

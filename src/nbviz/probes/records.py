@@ -44,6 +44,8 @@ class Records:
     _sink: Sink
     _shard: Any  # this rank's own run (``rank_shards=True``), or None
     _summary_written: bool  # the model summary is in the meta (with shapes, once seen)
+    _calls: dict[str, int]
+    _root_calls: int
     _divergence: dict[str, dict[str, Any]]  # several ranks: per tensor, steps it differed
 
     def _emit(self, results: dict, norms: np.ndarray | None, sink: Any = None) -> None:
@@ -279,6 +281,18 @@ class Records:
         if self._shard is not None:
             self._shard.set_meta("distributed", {**info, "rank": self._dist.rank, "shard": True})
 
+    def _notes_with_calls(self) -> dict[str, str]:
+        """The modules' notes, with one for each module the model calls several times
+        per forward (shared weights): its statistics pool every call."""
+        notes = dict(self._module_notes)
+        forwards = max(self._root_calls, 1)
+        for name, calls in self._calls.items():
+            times, rest = divmod(calls, forwards)
+            if times > 1 and not rest:
+                said = f"called {times} times per forward: its statistics pool every call"
+                notes[name] = f"{notes[name]}; {said}" if notes.get(name) else said
+        return notes
+
     def _write_summary(self, force: bool = False) -> None:
         if self._summary_written or (not force and not self._shapes):
             return
@@ -296,7 +310,7 @@ class Records:
                     root,
                     self._shapes,
                     {n for n, _ in self.modules},
-                    self._module_notes,
+                    self._notes_with_calls(),
                     self._prefix,
                 ),
                 "forward_order": sorted(self._exec_order, key=self._exec_order.__getitem__),

@@ -39,7 +39,14 @@ from nbviz.widgets.scrubber import StepScrubber
 __all__ = ["SECTIONS", "Dashboard"]
 
 _BY_LOSS = {"sort_by": "loss", "descending": True}
-_NO_CLASSES = "the predictions have no classes (a model evaluated by its loss, loss_fn=...)"
+_NO_CLASSES = (
+    "the predictions have no classes (a loss per sample: a language model, a class per "
+    "position, or a model evaluated with loss_fn=...)"
+)
+_NO_EMBEDDINGS = (
+    "predictions but no embeddings (run.evaluate takes them at the input of the model's "
+    "last nn.Linear, or at embed_layer=; run.log_embeddings records any)"
+)
 
 # (attribute, module, class, what the run must hold for it, keyword arguments)
 _VIEWS: tuple[tuple[str, str, str, str, dict[str, Any]], ...] = (
@@ -121,6 +128,8 @@ def _why_left_out(run: Any, cls_name: str, what: str) -> str:
         return f"{cls_name}: {_NO_CLASSES}"
     if what == "training dynamics" and run.predicts_classes("train") is False:
         return f"{cls_name}: {_NO_CLASSES}"
+    if what == "embeddings" and splits:
+        return f"{cls_name}: {_NO_EMBEDDINGS}"
     return f"{cls_name}: no {what} in this run yet"
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from nbviz.store import MissingStepError
+from nbviz.widgets.layer_table import main_weight
 from nbviz.widgets.sampling import count_text, evenly
 from nbviz.widgets.wire import array_trait_payload, floats_payload, steps_payload
 
@@ -117,6 +118,7 @@ def stats_detail(
         "type": row["type"],
         "shape": row["shape"],
         "params": row["params"],
+        "note": row["note"],  # what the probe says of it (a part of its output, shared calls)
         "series": series,
         "notice": "; ".join(notes),
         "empty": "" if series else f"No statistics recorded for {name!r} yet" + unwatched,
@@ -233,7 +235,7 @@ class HistogramsAtStep:
         """Activations and output gradient of ``row``'s layer, and its weight and weight
         gradient where it has a weight, at ``step``."""
         name = row["name"]
-        weight = f"{name}.weight" if f"{name}.weight" in row["own_params"] else None
+        weight = main_weight(row)
         wanted = [("activation", name, "activations"), ("gradient", name, "output gradient")]
         if weight:
             wanted += [("weight", weight, "weight"), ("gradient", weight, "weight gradient")]

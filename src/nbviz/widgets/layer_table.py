@@ -168,13 +168,27 @@ def _metric_layer(row: dict[str, Any], metric: str) -> str | None:
     _signal, _column, which = METRICS[metric]
     if is_parameter_row(row):  # its own stats: no output, so no activations
         return None if which == "module" else row["name"]
-    weight = f"{row['name']}.weight"
-    has_weight = weight in row["own_params"]
+    weight = main_weight(row)
     if which == "module":
         return row["name"]
     if which == "weight":
-        return weight if has_weight else None
-    return weight if has_weight else row["name"]
+        return weight
+    return weight or row["name"]
+
+
+def main_weight(row: dict[str, Any]) -> str | None:
+    """The parameter that stands for a layer's weights: ``<layer>.weight``, else its first
+    own parameter named as a weight (attention's ``in_proj_weight``, a recurrent layer's
+    ``weight_ih_l0``), else its one own parameter that is not a bias; None if none."""
+    own = row["own_params"]
+    if f"{row['name']}.weight" in own:
+        return f"{row['name']}.weight"
+    leaves = [(p, p.rpartition(".")[2]) for p in own]
+    named = [p for p, leaf in leaves if "weight" in leaf]
+    if named:
+        return named[0]
+    others = [p for p, leaf in leaves if "bias" not in leaf]
+    return others[0] if len(others) == 1 else None
 
 
 def sparklines(run: Any, index: Any, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:

@@ -8,7 +8,10 @@
   (25 points) below the rest's), since then the imbalance is what the model
   shows. A class that another split has (at least :data:`MIN_SUPPORT`
   samples) and the training labels lack is a ``warning`` too: the model can
-  never predict it.
+  never predict it. Labels that hold one class alone, in every split evaluated (at
+  least :data:`MIN_SUPPORT` samples), are a ``warning`` whatever the split's name:
+  the model learns to answer that class and nothing else, so a loss near zero and
+  full accuracy say nothing (labels read from the wrong column, or built as a constant).
 - ``unlearned_classes``: a class with at least :data:`MIN_SUPPORT` samples in a
   split whose recall stayed at or below :data:`NEVER` (10%) at every one of at
   least two evaluations, while the other classes reach :data:`LEARNED` (50%) on
@@ -62,8 +65,55 @@ def _n_classes(run: Any) -> int:
     return max(len(names) if names else 0, top)
 
 
+def _one_class(run: Any) -> Finding | None:
+    """A warning where the latest evaluation of every class split has one label alone."""
+    counts: dict[str, int] = {}
+    labels: set[int] = set()
+    first = None
+    for split in run.class_splits():
+        steps = run.prediction_steps(split)
+        if not len(steps):
+            continue
+        y = run.predictions(int(steps[-1]), split=split)["label"].to_numpy(dtype=np.int64)
+        labels.update(np.unique(y).tolist())
+        counts[split] = len(y)
+        first = int(steps[0]) if first is None else min(first, int(steps[0]))
+    if len(labels) != 1 or sum(counts.values()) < MIN_SUPPORT or first is None:
+        return None
+    (label,) = labels
+    name = _name(run.class_names, label)
+    where = " and ".join(f"the {n} {s} samples" for s, n in counts.items())
+    return Finding(
+        check=IMBALANCE_CHECK,
+        severity="warning",
+        step=first,
+        cause="data",
+        message=(
+            f"Class balance: every label is '{name}' ({where}): the model can only learn "
+            "to answer that class, so its loss and accuracy say nothing about the task."
+        ),
+        advice=(
+            "check where the labels come from: the right column or field, a label built "
+            "as a constant, a filter or collate function that keeps one class"
+        ),
+        summary=f"every label is '{name}'",
+        evidence={
+            "split": next(iter(counts)),
+            "splits": counts,
+            "class": label,
+            "name": name,
+            "counts": np.asarray([counts[s] for s in counts]),
+            "classes": [label],
+        },
+    )
+
+
 def check_imbalance(run: Any) -> list[Finding]:
-    """Classes far rarer in the training labels than others, or missing from them."""
+    """Classes far rarer in the training labels than others, or missing from them; labels
+    of one class alone."""
+    one = _one_class(run)
+    if one is not None:
+        return [one]  # beside one class, no ratio or missing class means anything
     train = [s for s in training_splits(run) if len(run.prediction_steps(s))]
     if not train:
         return []

@@ -16,7 +16,10 @@ BatchNorm CNN at 90% accuracy misreads one digit 43% of the time against 7%.
 So a flagged class is a ``warning`` only when it is mostly wrong (error rate
 at least :data:`WARN_ERROR_RATE`, 50%) and the odds of an error on it are at
 least :data:`WARN_ODDS_RATIO` (10) times the others' (e.g. 50% against 9%, or
-80% against 28%); otherwise it is ``info``. Each is dated from the first of the
+80% against 28%); otherwise it is ``info``. It is ``info`` too while the model as a
+whole is no better than always answering the most common class (its accuracy less
+than :data:`LEARNED_MARGIN` above that class's share): an untrained model answers a
+few classes, and which ones says nothing about the data yet. Each is dated from the first of the
 consecutive evaluations where it was flagged, and names the classes it is
 mistaken for.
 """
@@ -38,6 +41,8 @@ MIN_FACTOR = 2.0
 MIN_Z = 3.0
 WARN_ODDS_RATIO = 10.0
 WARN_ERROR_RATE = 0.5
+#: How far above the most common class's share the accuracy must be to count as learned.
+LEARNED_MARGIN = 0.05
 #: Classes named as "confused with" per flagged class.
 TOP_CONFUSED = 3
 
@@ -49,6 +54,9 @@ def _flagged(counts: pd.DataFrame) -> dict[int, dict[str, Any]]:
     support = counts["support"].to_numpy()
     errors = support - counts["correct"].to_numpy()
     total, total_err = int(support.sum()), int(errors.sum())
+    accuracy = 1 - total_err / total if total else 0.0
+    majority = float(support.max() / total) if total else 0.0
+    unlearned = accuracy < majority + LEARNED_MARGIN
     out = {}
     for i in np.flatnonzero(support >= MIN_SUPPORT):
         c = int(classes[i])
@@ -64,7 +72,12 @@ def _flagged(counts: pd.DataFrame) -> dict[int, dict[str, Any]]:
             odds_ratio = (p_c / (1 - p_c)) / (q_floor / (1 - q_floor))
             out[int(c)] = {
                 "odds_ratio": float(odds_ratio),
-                "warn": bool(p >= WARN_ERROR_RATE and odds_ratio >= WARN_ODDS_RATIO),
+                "warn": bool(
+                    p >= WARN_ERROR_RATE and odds_ratio >= WARN_ODDS_RATIO and not unlearned
+                ),
+                "accuracy": float(accuracy),
+                "majority_share": majority,
+                "unlearned": bool(unlearned),
                 "error_rate": p,
                 "others_error_rate": q,
                 "support": n_c,
@@ -117,7 +130,18 @@ def check(run: Any) -> list[Finding]:
                 f"the {split} split at step {int(steps[-1])}{since}, against "
                 f"{pct(numbers['others_error_rate'])} for the other classes"
                 + (f"; mostly predicted as {mistaken}" if mistaken else "")
-                + ("." if numbers["warn"] else " (a gap that often closes with more training).")
+                + (
+                    "."
+                    if numbers["warn"]
+                    else (
+                        f" (the model as a whole is at {pct(numbers['accuracy'])} accuracy, "
+                        f"within {round(LEARNED_MARGIN * 100)} points of always answering the "
+                        f"most common class ({pct(numbers['majority_share'])}): it has not "
+                        "learned the task yet)."
+                    )
+                    if numbers["unlearned"]
+                    else " (a gap that often closes with more training)."
+                )
             )
             findings.append(
                 Finding(

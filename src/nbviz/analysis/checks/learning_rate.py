@@ -20,6 +20,10 @@ loss rises instead of falling. Read from the training loss (every logged step):
   was gained, the median of five consecutive losses climbs back by
   :data:`RESET` (80%) of that progress (healthy runs: at most 15-45%).
 
+A loss that rises to :data:`BLOWUP_RAW` times its start, higher at each logged step,
+and then turns non-finite blew up too, however few steps it took (too few for
+the noise tests above): a learning rate far too high overflows within a handful.
+
 Either is a ``warning`` (an ``error`` when the loss ends no lower than it
 started: the run learned nothing). Supporting evidence, named in the message:
 the largest update/weight ratio of a capture (:data:`BIG_UPDATE`, 0.1: a
@@ -50,6 +54,7 @@ import numpy as np
 from nbviz.analysis.checks.finding import Finding, fmt, pct
 from nbviz.analysis.checks.losses import running_median, tail_level, train_loss
 from nbviz.analysis.checks.model import layout
+from nbviz.analysis.checks.nonfinite import first_nonfinite
 from nbviz.analysis.checks.optimizer import lr_at, update_ratios
 from nbviz.analysis.checks.robust import MAD_TO_STD
 
@@ -135,6 +140,35 @@ def instability(steps: np.ndarray, values: np.ndarray) -> dict[str, Any] | None:
     }
 
 
+def runup_to_nonfinite(
+    run: Any, name: str, steps: np.ndarray, values: np.ndarray
+) -> dict[str, Any] | None:
+    """A loss that rose steadily to over :data:`BLOWUP_RAW` times its start, then turned
+    non-finite: a blow-up, from the step it first passed that threshold."""
+    if not len(values) or not values[0] > 0:
+        return None
+    bad = first_nonfinite(run, name)
+    if bad is None:
+        return None
+    before = steps < bad[0]
+    s, v = steps[before], values[before]
+    if len(v) < 2 or not (np.diff(v) > 0).all() or v[-1] < BLOWUP_RAW * v[0]:
+        return None
+    i = int(np.flatnonzero(v >= BLOWUP_RAW * v[0])[0])
+    return {
+        "kind": "blow_up",
+        "kinds": ["blow_up"],
+        "step": int(s[i]),
+        "peak_step": int(s[-1]),
+        "peak": float(v[-1]),
+        "start": float(v[0]),
+        "end": bad[1],
+        "undone": None,
+        "learned_nothing": True,
+        "nonfinite_step": bad[0],
+    }
+
+
 def _sharpness(run: Any) -> dict[str, Any] | None:
     """Captures where the curvature test found the loss sharper than the optimizer's limit."""
     names = set(run.scalar_names())
@@ -192,7 +226,7 @@ def check_too_high(run: Any) -> list[Finding]:
     found = None
     if series is not None:
         name, steps, values = series
-        found = instability(steps, values)
+        found = instability(steps, values) or runup_to_nonfinite(run, name, steps, values)
     if found is None:
         if sharp is None or not sharp["over"]:
             return []
@@ -232,7 +266,10 @@ def check_too_high(run: Any) -> list[Finding]:
             f"undoing {pct(min(found['undone'], 1.0))} of the progress made"
         )
         summary = f"the loss jumped back at step {step}, undoing the progress made"
-    if found["learned_nothing"]:
+    if found.get("nonfinite_step") is not None:
+        what += f", then {fmt(found['end'])} at step {found['nonfinite_step']}"
+        summary += " and overflowed"
+    elif found["learned_nothing"]:
         what += f", and ends at {fmt(found['end'])}, no lower than it started"
         summary += " and never recovered"
     parts = [what]

@@ -36,13 +36,35 @@ def _rank(lay: ModelLayout | None, item: dict[str, Any]) -> tuple:
     return (item["step"], 2, -depth)  # backward runs from the output
 
 
-def _first_nonfinite(run: Any, name: str) -> tuple[int, float] | None:
+def first_nonfinite(run: Any, name: str) -> tuple[int, float] | None:
     """The first non-finite value of a scalar: by index seeks where the run has them."""
     if hasattr(run, "first_nonfinite"):
         return run.first_nonfinite(name)
     frame = run.scalars(name)
     bad = frame[~np.isfinite(frame["value"].to_numpy(dtype=np.float64))]
     return (int(bad["step"].iloc[0]), float(bad["value"].iloc[0])) if len(bad) else None
+
+
+def _bad_parameters(run: Any, names_: list[str], step: int) -> str:
+    """A sentence where some of ``names_`` (parameters) held NaN/Inf at the last weight
+    capture before ``step`` (taken after that step's update); '' where none did or none
+    was captured. One read of one step."""
+    if not names_:
+        return ""
+    before = [int(s) for s in run.steps("weight") if int(s) < step]
+    if not before:
+        return ""
+    last = before[-1]
+    rows = run.stats("weight", steps=[last])
+    rows = rows[rows["layer"].isin(names_) & (rows["nonfinite"] > 0)]
+    if rows.empty:
+        return ""
+    bad = sorted(rows["layer"])
+    return (
+        f"Its {'parameter' if len(bad) == 1 else 'parameters'} {names(bad)} already held "
+        f"non-finite values at step {last}, after that step's update, while its input "
+        "was finite."
+    )
 
 
 def check(run: Any) -> list[Finding]:
@@ -72,7 +94,7 @@ def check(run: Any) -> list[Finding]:
     for name in LOSS_NAMES:
         if name not in known:
             continue
-        bad = _first_nonfinite(run, name)
+        bad = first_nonfinite(run, name)
         if bad is not None:
             items.append(
                 {
@@ -88,11 +110,22 @@ def check(run: Any) -> list[Finding]:
     items.sort(key=lambda it: _rank(lay, it))
     origin, rest = items[0], items[1:]
     label = lay.label if lay is not None else (lambda m: f"'{m}'")
+    held = ""
     if origin["signal"] == "activation":
         where = f"in the output of {label(origin['module'])}"
-        hint = "look for log/sqrt/division by zero or overflow in that layer's forward; " + (
+        own = [p.name for p in lay.params if p.module == origin["module"]] if lay else []
+        held = _bad_parameters(run, own, origin["step"])
+        if held:
+            hint = (
+                "its parameters turned non-finite before its forward did: look at what "
+                "changed them last (an optimizer step with a huge update, a write into "
+                "them); "
+            )
+        else:
+            hint = "look for log/sqrt/division by zero or overflow in that layer's forward; "
+        hint += (
             "it is the first layer, so check the input data for NaN/Inf; "
-            if lay is not None and lay.depth(origin["module"]) == 0
+            if lay is not None and lay.depth(origin["module"]) == 0 and not held
             else ""
         )
     elif origin["signal"] == "loss":
@@ -108,6 +141,8 @@ def check(run: Any) -> list[Finding]:
     later = [it for it in rest if it["step"] > origin["step"] and it["module"]]
     on_rank = f" on rank {origin['rank']}" if origin.get("rank") is not None else ""
     message = f"First non-finite value (NaN/Inf) at step {origin['step']}{on_rank}, {where}."
+    if held:
+        message += f" {held}"
     spread = _spread(same, origin)
     if spread:
         message += f" It spread within that step to {spread}."

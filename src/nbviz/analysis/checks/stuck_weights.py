@@ -25,6 +25,11 @@ optimizer for what the gradient did. Over the captures since it stopped:
 - ``small_gradient``: its gradient, relative to its weights, is so small that
   its steps are too (vanishing gradients, saturated units). The same.
 
+Where a single capture holds the updates and no parameter moved in it, the step
+itself took no optimizer step (a learning rate warmed up from 0, gradient
+accumulation counted pass by pass): one ``info`` row for the run says so rather
+than blaming the optimizer for each layer.
+
 A module whose weight learns while only a bias or scale is stuck (the bias of
 a layer followed by BatchNorm, which cancels it) is ``info``. Parameters with
 ``requires_grad=False`` are frozen on purpose and get an ``info`` row; so do
@@ -160,10 +165,19 @@ def check(run: Any) -> list[Finding]:
                 "step_per_grad": _median_ratio(unorm[since:], gnorm[since:]),
                 "since": int(steps[since]),
                 "had_gradient_before": bool(since > 0 and (gnorm[:since] > 0).any()),
+                "captures": len(ratio),
             }
         )
 
     reference = float(np.median(moving)) if moving else None
+    if (
+        candidates
+        and reference is None
+        and all(r["captures"] == 1 and r["grad_norm"] > 0 for r in candidates)
+    ):
+        # one capture where nothing moved: that step took no optimizer step at all
+        findings.append(_no_step_finding(candidates))
+        candidates = []
     stuck: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in candidates:
         # the step the others' optimizer would take on this gradient, relative to the weights
@@ -207,6 +221,31 @@ def _median_ratio(num: np.ndarray, den: np.ndarray) -> float | None:
         r = np.asarray(num, dtype=np.float64) / np.where(den > 0, den, np.nan)
     r = r[np.isfinite(r)]
     return float(np.median(r)) if len(r) else None
+
+
+def _no_step_finding(rows: list[dict[str, Any]]) -> Finding:
+    """Every parameter that had a gradient unchanged at the one capture: not a parameter
+    the optimizer leaves out, but a step it did not take (a learning rate warmed up from
+    0, several passes per optimizer step). ``info``: more captures tell which."""
+    step = rows[0]["since"]
+    return Finding(
+        check=CHECK,
+        severity="info",
+        step=step,
+        cause="optimizer",
+        message=(
+            f"No parameter changed at step {step}, the only step captured, although "
+            f"{len(rows)} received gradients: that step took no optimizer step (a learning "
+            "rate warmed up from 0, gradient accumulation with run.watch not given the "
+            "optimizer, or optimizer.step() never called). Captures of later steps tell which."
+        ),
+        advice="capture more steps (a smaller every=) or pass run.watch(model, optimizer=opt)",
+        summary=f"no parameter changed at step {step}, the only step captured",
+        evidence={
+            "parameters": [{k: v for k, v in r.items() if k != "param"} for r in rows],
+            "why": "no_step",
+        },
+    )
 
 
 def _stuck_finding(
