@@ -427,3 +427,57 @@ def test_a_three_dimensional_attention_call_shows_no_heads_and_is_left_out(tmp_p
             opt.step()
             run.log(step, train_loss=loss)
         assert run.recorded_layers("head_rms", table="unit_stats") == []
+
+
+@pytest.fixture(scope="module")
+def gpt_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("hostile") / "run"
+    with nbviz.Run(path) as run:
+        train("gpt", small_gpt(), 4, run, every=2)
+    return path
+
+
+@pytest.mark.parametrize(
+    "heads, left_out",
+    [
+        ([], "is a list, not a mapping"),
+        ("x", "is a str, not a mapping"),
+        ({"layers": ["a"]}, "layers are a list, not a mapping"),
+        ({"layers": {"a": "x"}}, "1 malformed entry"),
+        ({"layers": {"b.0.attn/heads": {"module": "b.0.attn", "heads": "x"}}}, "1 malformed"),
+        ({"layers": {"a": {"heads": -2}, "c": {"heads": True}, "d": {"heads": 4.5}}}, "3 malf"),
+        ({"layers": {"a": {"heads": 2, "head_dim": "8", "module": 7}}}, "1 malformed entry"),
+    ],
+)
+def test_the_layer_browser_leaves_a_malformed_heads_meta_out_and_says_so(
+    gpt_run, heads, left_out, tmp_path
+):
+    import shutil
+
+    from nbviz.store import Writer
+
+    path = tmp_path / "run"
+    shutil.copytree(gpt_run, path)
+    with Writer(path) as w:
+        w.set_meta("heads", heads)
+    view = nbviz.LayerBrowser(nbviz.open_run(path), live=False)
+    names = [r["name"] for r in view.layers]
+    assert "blocks.0.attn" in names
+    assert not any(r.get("type") == "heads" for r in view.layers)
+    assert left_out in view.notice
+
+
+def test_the_layer_browser_keeps_the_well_formed_heads_entries(gpt_run, tmp_path):
+    import shutil
+
+    from nbviz.store import Writer
+
+    path = tmp_path / "run"
+    shutil.copytree(gpt_run, path)
+    good = {"module": "blocks.0.attn", "heads": 4, "head_dim": 8, "kind": "sdpa"}
+    with Writer(path) as w:
+        w.set_meta("heads", {"layers": {"blocks.0.attn/heads": good, "x": {"heads": 0}}})
+    view = nbviz.LayerBrowser(nbviz.open_run(path), live=False)
+    heads = [r for r in view.layers if r.get("type") == "heads"]
+    assert [r["name"] for r in heads] == ["blocks.0.attn/heads"]
+    assert "1 malformed entry of the meta 'heads' left out ('x')" in view.notice
