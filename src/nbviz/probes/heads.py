@@ -32,7 +32,7 @@ device and copied to the host with the step's other statistics; the mode's
 dispatch of each torch call of the captured forward (a few microseconds each,
 most of them for the probe's own statistics); hooks naming the modules, on during
 that forward only. Measured in CPU time on one thread, a capture step of the
-reference GPT and encoder costs 7-9% more (7 ms each), under 0.5% of training at
+reference GPT and encoder costs 7-9% more (about 7 ms each), under 0.5% of training at
 ``every=50``. A model whose captured forward made no attention call (an MLP, a
 CNN) pays it once: the mode stays off until its module set changes, or for
 :data:`RECHECK` captures. ``run.watch(model, heads=False)`` leaves it all out.
