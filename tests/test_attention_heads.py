@@ -332,10 +332,39 @@ def test_the_layer_browser_shows_each_attention_layers_heads_by_steps(tmp_path):
     rms = np.asarray(array_from_payload(dm["rms"])).reshape(3, HEADS)
     assert np.all(zero[:, dead] == 1.0) and np.all(rms[:, dead] == 0.0)
     assert np.all(rms[:, [0, 2, 3]] > 0)
+    assert dm["dead"] == [dead]
     assert view.detail["empty"] == ""
     # a module's own map is unchanged: units, zero fractions
     view.selected_layer = "blocks.0.mlp.act"
     assert view.dead_map.get("axis") is None and view.dead_map["units"] == 4 * WIDTH
+
+
+def test_one_rule_says_which_heads_are_dead_a_layer_all_zero_included():
+    from nbviz.analysis.dead_heads import dead_heads
+    from nbviz.widgets.attention import head_flags
+
+    rms = np.array([[0.0, 0.0, 0.0], [1.0, 5e-4, np.nan]])
+    assert dead_heads(rms).tolist() == [[True, True, True], [False, True, False]]
+    assert head_flags(np.full(6, 0.5), rms) == ["dead"] * 3 + ["", "dead", ""]
+
+
+def test_both_views_flag_a_layer_whose_heads_are_all_dead(tmp_path):
+    model = small_gpt()
+    qkv = model.blocks[0].attn.qkv
+    for p in (qkv.weight, qkv.bias):
+        _freeze_rows(p, slice(2 * WIDTH, 3 * WIDTH))  # every head's value projection
+    probe_batch = gpt_batches(1, seed=5)[0][0][:2]
+    with nbviz.Run(tmp_path / "run") as run:
+        train("gpt", model, 4, run, every=2, attention=probe_batch)
+    done = nbviz.open_run(tmp_path / "run")
+    maps = nbviz.AttentionMaps(done, live=False)
+    assert maps.flags[:HEADS] == ["dead"] * HEADS
+    assert "dead" not in maps.flags[HEADS:]
+    view = nbviz.LayerBrowser(done, live=False)
+    view.selected_layer = "blocks.0.attn/heads"
+    assert view.dead_map["dead"] == list(range(HEADS))
+    view.selected_layer = "blocks.1.attn/heads"
+    assert view.dead_map["dead"] == []
 
 
 def test_attention_maps_show_each_heads_output_rms_a_dead_one_at_zero(tmp_path):
@@ -398,3 +427,57 @@ def test_a_three_dimensional_attention_call_shows_no_heads_and_is_left_out(tmp_p
             opt.step()
             run.log(step, train_loss=loss)
         assert run.recorded_layers("head_rms", table="unit_stats") == []
+
+
+@pytest.fixture(scope="module")
+def gpt_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("hostile") / "run"
+    with nbviz.Run(path) as run:
+        train("gpt", small_gpt(), 4, run, every=2)
+    return path
+
+
+@pytest.mark.parametrize(
+    "heads, left_out",
+    [
+        ([], "is a list, not a mapping"),
+        ("x", "is a str, not a mapping"),
+        ({"layers": ["a"]}, "layers are a list, not a mapping"),
+        ({"layers": {"a": "x"}}, "1 malformed entry"),
+        ({"layers": {"b.0.attn/heads": {"module": "b.0.attn", "heads": "x"}}}, "1 malformed"),
+        ({"layers": {"a": {"heads": -2}, "c": {"heads": True}, "d": {"heads": 4.5}}}, "3 malf"),
+        ({"layers": {"a": {"heads": 2, "head_dim": "8", "module": 7}}}, "1 malformed entry"),
+    ],
+)
+def test_the_layer_browser_leaves_a_malformed_heads_meta_out_and_says_so(
+    gpt_run, heads, left_out, tmp_path
+):
+    import shutil
+
+    from nbviz.store import Writer
+
+    path = tmp_path / "run"
+    shutil.copytree(gpt_run, path)
+    with Writer(path) as w:
+        w.set_meta("heads", heads)
+    view = nbviz.LayerBrowser(nbviz.open_run(path), live=False)
+    names = [r["name"] for r in view.layers]
+    assert "blocks.0.attn" in names
+    assert not any(r.get("type") == "heads" for r in view.layers)
+    assert left_out in view.notice
+
+
+def test_the_layer_browser_keeps_the_well_formed_heads_entries(gpt_run, tmp_path):
+    import shutil
+
+    from nbviz.store import Writer
+
+    path = tmp_path / "run"
+    shutil.copytree(gpt_run, path)
+    good = {"module": "blocks.0.attn", "heads": 4, "head_dim": 8, "kind": "sdpa"}
+    with Writer(path) as w:
+        w.set_meta("heads", {"layers": {"blocks.0.attn/heads": good, "x": {"heads": 0}}})
+    view = nbviz.LayerBrowser(nbviz.open_run(path), live=False)
+    heads = [r for r in view.layers if r.get("type") == "heads"]
+    assert [r["name"] for r in heads] == ["blocks.0.attn/heads"]
+    assert "1 malformed entry of the meta 'heads' left out ('x')" in view.notice

@@ -49,6 +49,7 @@ describe("dead map axes", () => {
       values: encodeArray(Float32Array.from([0, 1, 0.01, 0, 1, 0])),
       rms: encodeArray(Float32Array.from([0.5, 0, 0.4, 0.6, 0, 0.5])),
       max_abs: encodeArray(Float32Array.from([2, 0, 1, 2, 0, 1])),
+      dead: [1], // the kernel's rule (nbviz.analysis.dead_heads): not recomputed here
     });
     map.draw(10, 400);
     assert.equal(map.el[0].getAttribute("data-axis"), "head");
@@ -56,6 +57,21 @@ describe("dead map axes", () => {
     assert.equal(dead.getAttribute("data-dead"), "1");
     assert.match(dead.textContent, /dead: head 1 \(output ~0 at every capture shown\)/);
     assert.match(map.el[1].textContent, /~0 everywhere \(dead\)/);
+    map.remove();
+  });
+
+  it("a heads map names the heads the kernel says are dead, all of them if so", () => {
+    const map = deadMap({
+      units: 2,
+      axis: "head",
+      steps: encodeArray(Float64Array.from([0])),
+      values: encodeArray(Float32Array.from([1, 1])),
+      rms: encodeArray(Float32Array.from([0, 0])),
+      dead: [0, 1, "<b>x</b>"],
+    });
+    const dead = find(map.el[2], "nbviz-lb-dead-heads")[0] ?? map.el[2];
+    assert.equal(dead.getAttribute("data-dead"), "0,1");
+    assert.match(dead.textContent, /dead: heads 0, 1 \(output ~0 at every capture shown\)/);
     map.remove();
   });
 

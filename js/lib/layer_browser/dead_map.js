@@ -4,8 +4,8 @@
 // cell under the pointer. A unit that saw NaN/inf at a capture has no zero
 // fraction: its cell is red (non-finite), never the colour of a dead unit, and a
 // legend under the map counts such cells. An attention layer's heads (`axis`
-// "head") read the same way: the fraction of each head's output that is ~0, a
-// dead head ~0 at every capture (named under the map), its output RMS and
+// "head") read the same way: the fraction of each head's output that is ~0, the
+// heads dead at every capture (`dead`, named under the map), its output RMS and
 // largest |value| in the read-out.
 import { rgbToCss, sequentialScale, viridis } from "../color.js";
 import { el } from "../dom.js";
@@ -76,13 +76,9 @@ export function deadMap(dm) {
   /** @type {HTMLElement[]} */
   const extra = [];
   if (heads) {
-    // a head ~0 at every capture shown is dead: say which, in words
-    const dead = [];
-    for (let u = 0; u < units; u++) {
-      let all = cols > 0;
-      for (let j = 0; j < cols && all; j++) all = values[j * units + u] >= 0.999;
-      if (all) dead.push(u);
-    }
+    // the heads dead at every capture shown, as the kernel decides (one rule with
+    // AttentionMaps: output rms below 1e-3 of the layer's largest, or 0): in words
+    const dead = Array.isArray(dm.dead) ? dm.dead.filter((u) => Number.isInteger(u)) : [];
     const text = dead.length
       ? `dead: ${dead.length === 1 ? "head" : "heads"} ${dead.join(", ")} (output ~0 at every capture shown)`
       : "no head is ~0 at every capture shown";

@@ -141,6 +141,8 @@ class StepClock:
 
     def _on_root_pre(self, root: nn.Module, args: Any) -> None:
         # the hooks below run on every step, between the model's own ops: kept short
+        if self._heads is not None and self._heads.on:
+            self._heads.end()  # left on by a forward cut short (KeyboardInterrupt)
         if not (
             torch.is_grad_enabled() and root.training and not torch.is_inference_mode_enabled()
         ):
@@ -214,6 +216,8 @@ class StepClock:
         self._capture_hist = capture and self._tag % self.hist_every == 0
         self._pgrad_parts = {}
         self._autocast = False
+        if self._heads is not None:
+            self._heads.new_step()
         if capture and self._watch_weights:
             with torch.no_grad():
                 torch._foreach_copy_(self._prev, [p.detach() for _, p in self.params])

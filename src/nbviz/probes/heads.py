@@ -32,15 +32,22 @@ device and copied to the host with the step's other statistics; the mode's
 dispatch of each torch call of the captured forward (a few microseconds each,
 most of them for the probe's own statistics); hooks naming the modules, on during
 that forward only. Measured in CPU time on one thread, a capture step of the
-reference MLP, GPT and encoder costs 7-9% more (1.6, 7 and 7 ms), under 0.5% of
-training at ``every=50``. Not recorded under ``torch.compile`` (the mode would
-break the compiled graph) nor across several ranks. ``probe.set_mask`` does not
-reach them: padded query positions are measured too (they attend to the real
-keys, so they do not make a head look dead).
+reference GPT and encoder costs 7-9% more (about 7 ms each), under 0.5% of training at
+``every=50``. A model whose captured forward made no attention call (an MLP, a
+CNN) pays it once: the mode stays off until its module set changes, or for
+:data:`RECHECK` captures. ``run.watch(model, heads=False)`` leaves it all out.
+Not recorded under ``torch.compile`` (the mode would break the compiled graph),
+while a submodule is compiled on its own, nor across several ranks. A forward
+cut short by a ``BaseException`` other than ``Exception`` (``KeyboardInterrupt``:
+torch's always-called hooks do not run) leaves the mode entered: it sees no call
+made outside that forward, and the next forward of the model ends it.
+``probe.set_mask`` does not reach them: padded query positions are measured too
+(they attend to the real keys, so they do not make a head look dead).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,10 +55,20 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
-from nbviz.probes.attention import AttentionCalls, ModuleStack, mha_with_heads
+from nbviz.probes.attention import _MHA, _SDPA, AttentionCalls, ModuleStack, mha_with_heads
 
-__all__ = ["NEAR_ZERO", "SIGNALS", "HeadStats", "head_layer", "head_reductions", "head_stats"]
+__all__ = [
+    "NEAR_ZERO",
+    "RECHECK",
+    "SIGNALS",
+    "HeadStats",
+    "compiled_children",
+    "head_layer",
+    "head_reductions",
+    "head_stats",
+]
 
 #: A head's value counts as ~0 below this fraction of the call's output RMS (or at 0).
 NEAR_ZERO = 1e-3
@@ -59,6 +76,10 @@ NEAR_ZERO = 1e-3
 SIGNALS = ("head_rms", "head_max_abs", "head_zero_frac")
 _WIDE = (torch.float32, torch.float64)
 _EXACT_F32 = 2**24  # float32 sums of -1/0 are exact below this many terms
+#: After a captured forward with no attention call, the mode stays off until the
+#: module set changes or this many captured forwards have passed.
+RECHECK = 64
+_CALL_IMPL = nn.Module._call_impl.__code__
 
 
 def head_layer(module: str) -> str:
@@ -108,12 +129,52 @@ class _Layer:
     count: int = 0  # values per head
 
 
-class _HeadsMode(AttentionCalls):
-    """Sees a captured forward's attention calls and measures their heads."""
+def _running(module: nn.Module) -> bool:
+    """Whether ``module``'s forward is on the Python stack (its ``__call__`` has not
+    returned): what tells a call of the captured forward from one made after that
+    forward was cut short by a ``BaseException`` its always-called hooks never saw."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is _CALL_IMPL and frame.f_locals.get("self") is module:
+            return True
+        frame = frame.f_back
+    return False
 
-    def __init__(self, stats: HeadStats, stack: ModuleStack) -> None:
+
+def compiled_children(model: nn.Module) -> list[str]:
+    """The submodules of ``model`` compiled on their own (``torch.compile`` on a child:
+    an ``OptimizedModule`` holding ``_orig_mod``); the mode must not run over them."""
+    return [
+        n
+        for n, m in model.named_modules()
+        if n and type(m).__name__ == "OptimizedModule" and hasattr(m, "_orig_mod")
+    ]
+
+
+class _HeadsMode(AttentionCalls):
+    """Sees a captured forward's attention calls and measures their heads.
+
+    Only while that forward runs: a call made once it has ended (a forward cut short
+    by ``KeyboardInterrupt`` leaves the mode entered until the next forward) runs
+    as made and is not seen.
+    """
+
+    def __init__(self, stats: HeadStats, stack: ModuleStack, root: nn.Module) -> None:
         super().__init__(stack.innermost)
         self._stats = stats
+        self._root = root
+        self.saw_attention = False
+
+    def _live(self) -> bool:
+        return self._stats._mode is self and _running(self._root)
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func is _SDPA or func is _MHA:
+            if not self._live():
+                return func(*args, **(kwargs or {}))
+            self.saw_attention = True
+            return super().__torch_function__(func, types, args, kwargs)
+        return func(*args, **(kwargs or {}))
 
     def on_sdpa(self, name: str, given: dict[str, Any], result: Any) -> None:
         # (..., heads, tokens, head_dim); a 3-d call's first dimension may be batch or
@@ -136,9 +197,15 @@ class HeadStats:
     ``begin(root)`` at the start of a captured training forward and ``end()`` after
     it (also when it raised); ``take()`` the step's device tensor for the one host
     copy, ``rows(step, values)`` its ``unit_stats`` rows.
+
+    The mode stays off after a captured forward that made no attention call (an MLP,
+    a CNN) until the model's module set changes or :data:`RECHECK` captured forwards
+    have passed; and while a submodule is compiled on its own (the mode would break
+    its graph).
     """
 
     def __init__(self, model: nn.Module, prefix: str, watched: Sequence[str]) -> None:
+        self._prefix = prefix
         self._names = {id(m): prefix + n for n, m in model.named_modules() if n}
         self._watched = set(watched)
         self._wanted: dict[str, bool] = {}
@@ -148,6 +215,14 @@ class HeadStats:
         self.notes: list[str] = []
         self._stack: ModuleStack | None = None
         self._mode: _HeadsMode | None = None
+        self._modules: tuple[int, ...] | None = None  # the module set last checked
+        self._off = False  # no attention seen (or a compiled child) in that module set
+        self._skipped = 0  # captured forwards skipped since
+
+    @property
+    def on(self) -> bool:
+        """Whether the mode is entered (during a captured forward, or left stale)."""
+        return self._mode is not None
 
     def wants(self, module: str) -> bool:
         """Whether calls of ``module`` are measured: it, a submodule or an owner is watched."""
@@ -161,13 +236,45 @@ class HeadStats:
             self._wanted[module] = got
         return got
 
+    def new_step(self) -> None:
+        """A training step begins: what an unfinished step left is dropped."""
+        self._layers = {}
+
+    def _worth(self, root: nn.Module) -> bool:
+        """Whether to enter the mode for this captured forward of ``root``."""
+        modules = tuple(map(id, root.modules()))
+        if modules != self._modules:
+            self._modules, self._skipped = modules, 0
+            self._names = {id(m): self._prefix + n for n, m in root.named_modules() if n}
+            compiled = compiled_children(root)
+            self._off = bool(compiled)
+            if compiled:
+                self._note(
+                    f"per-head statistics off while {', '.join(compiled[:3])} "
+                    "torch.compile'd on its own (the mode that sees attention calls would "
+                    "break its graph)"
+                )
+            return not compiled
+        if self._off:
+            self._skipped += 1
+            if self._skipped <= RECHECK or compiled_children(root):
+                return False
+            self._skipped = 0
+        return True
+
     def begin(self, root: nn.Module) -> None:
-        """Name the modules and see the attention calls until :meth:`end`."""
+        """Name the modules and see the attention calls until :meth:`end`.
+
+        A mode left entered by a forward cut short (``KeyboardInterrupt``: torch
+        runs always-called hooks on ``Exception`` only) is ended first.
+        """
         if self._mode is not None:
+            self.end()
+        if not self._worth(root):
             return
         stack = ModuleStack()
         stack.attach(root, self._names)
-        mode = _HeadsMode(self, stack)
+        mode = _HeadsMode(self, stack, root)
         mode.__enter__()
         self._stack, self._mode = stack, mode
 
@@ -176,9 +283,15 @@ class HeadStats:
         mode, stack = self._mode, self._stack
         self._mode = self._stack = None
         if mode is not None:
-            mode.__exit__(None, None, None)
+            _leave(mode)
+            if not mode.saw_attention:
+                self._off = True  # off until the module set changes, or RECHECK
         if stack is not None:
             stack.remove()
+
+    def _note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
 
     def add(self, module: str, kind: str, x: torch.Tensor, head_dim: int) -> None:
         """One call's heads (``x``, heads along ``head_dim``), added to its pseudo-layer."""
@@ -191,9 +304,9 @@ class HeadStats:
             self._layers[module] = _Layer(module, kind, heads, size, sums, x.numel() // heads)
             return
         if layer.heads != heads:
-            note = f"{head_layer(module)}: calls with {layer.heads} and {heads} heads in one step"
-            if note not in self.notes:
-                self.notes.append(note)
+            self._note(
+                f"{head_layer(module)}: calls with {layer.heads} and {heads} heads in one step"
+            )
             return
         layer.sums = torch.stack(
             [
@@ -214,21 +327,20 @@ class HeadStats:
 
     def rows(self, step: int, values: np.ndarray) -> tuple[list[tuple], bool]:
         """``unit_stats`` rows of the totals ``take()`` gave (now on the host), and whether
-        a pseudo-layer showed for the first time (the meta ``heads`` then changes)."""
+        the meta ``heads`` changed (a pseudo-layer showed for the first time, or a note
+        was added). A layer whose head count differs from its first capture's is not
+        recorded (its rows would not line up with the others): a note says so."""
         rows: list[tuple] = []
+        notes = len(self.notes)
         grew = False
         off = 0
         for layer in self._taken:
             n = 3 * layer.heads
             sumsq, peak, near = np.asarray(values[off : off + n], dtype=np.float64).reshape(3, -1)
             off += n
-            count = max(layer.count, 1)
-            with np.errstate(invalid="ignore"):
-                rms = np.sqrt(sumsq / count)
-            zero_frac = near / count
-            zero_frac[~np.isfinite(rms)] = np.nan  # non-finite, not dead
             name = head_layer(layer.module)
-            if name not in self.known:
+            known = self.known.get(name)
+            if known is None:
                 self.known[name] = {
                     "module": layer.module,
                     "heads": layer.heads,
@@ -236,10 +348,36 @@ class HeadStats:
                     "kind": layer.kind,
                 }
                 grew = True
+            elif known["heads"] != layer.heads or known["head_dim"] != layer.head_size:
+                self._note(
+                    f"{name}: {layer.heads} heads of {layer.head_size} from step {int(step)}, "
+                    f"{known['heads']} of {known['head_dim']} before: not recorded"
+                )
+                continue
+            count = max(layer.count, 1)
+            with np.errstate(invalid="ignore"):
+                rms = np.sqrt(sumsq / count)
+            zero_frac = near / count
+            zero_frac[~np.isfinite(rms)] = np.nan  # non-finite, not dead
             for signal, v in zip(SIGNALS, (rms, peak, zero_frac), strict=True):
                 rows.append((int(step), name, signal, v.astype("<f4").tobytes()))
         self._taken = []
-        return rows, grew
+        return rows, grew or len(self.notes) > notes
+
+
+def _leave(mode: TorchFunctionMode) -> None:
+    """Take ``mode`` off the torch function mode stack, wherever it is on it (a mode
+    entered since stays, in its place)."""
+    above = []
+    try:
+        while torch._C._len_torch_function_stack():
+            top = torch._C._pop_torch_function_stack()
+            if top is mode:
+                break
+            above.append(top)
+    finally:
+        for other in reversed(above):
+            torch._C._push_on_torch_function_stack(other)
 
 
 def head_stats(

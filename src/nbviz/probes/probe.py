@@ -49,7 +49,7 @@ from torch import nn
 from nbviz.probes import distributed as dd
 from nbviz.probes.attention_capture import attention_capture
 from nbviz.probes.clock import StepClock
-from nbviz.probes.heads import head_stats
+from nbviz.probes.heads import compiled_children, head_stats
 from nbviz.probes.hooks import ModuleHooks
 from nbviz.probes.measure import StepMeasure
 from nbviz.probes.records import Records, Sink
@@ -122,7 +122,9 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
     to ``<run>/ranks/<rank>/``; ``attention`` a fixed probe batch whose attention
     maps are recorded every ``hist_every`` steps, ``tokens`` the text of its
     positions (see :mod:`nbviz.probes.attention_capture`). Each attention head's
-    output is measured with the activations (:mod:`nbviz.probes.heads`). ``probe.set_mask(mask)``
+    output is measured with the activations (:mod:`nbviz.probes.heads`; ``heads=False``
+    leaves it out, and the dispatch of each torch call of a captured forward it costs).
+    ``probe.set_mask(mask)``
     leaves padding out of the statistics (see :meth:`Probe.set_mask`).
     """
 
@@ -146,12 +148,15 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
         dist: dd.RankContext | None = None,
         attention: Any = None,
         tokens: Any = None,
+        heads: bool = True,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"watch: expected a torch.nn.Module, got {type(model).__name__}")
         for option, value in (("every", every), ("bins", bins)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"watch: {option} must be a positive integer, got {value!r}")
+        if not isinstance(heads, bool):
+            raise ValueError(f"watch: heads must be True or False, got {heads!r}")
         hist_every = every if hist_every is None else hist_every
         if not isinstance(hist_every, int) or hist_every < 1 or hist_every % every:
             raise ValueError(
@@ -290,8 +295,15 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
             model,
             prefix,
             [n for n, _ in self.modules],
-            enabled=self._watch_acts and not self.compiled and dist is None,
+            enabled=heads and self._watch_acts and not self.compiled and dist is None,
         )
+        compiled = compiled_children(model) if self._heads is not None else []
+        if compiled:
+            self.notes.append(
+                f"per-head statistics off while {', '.join(compiled[:3])} "
+                "torch.compile'd on its own (the mode that sees attention calls would break "
+                "its graph)"
+            )
         self._mask: torch.Tensor | None = None
         self._setup_hooks(model)
         self._setup_measure()

@@ -126,7 +126,8 @@ class Records:
 
     def _emit_heads(self, values: np.ndarray) -> None:
         """The step's per-head ``unit_stats`` rows (:mod:`nbviz.probes.heads`), and the
-        meta ``heads`` when a pseudo-layer shows for the first time."""
+        meta ``heads`` again when it changes (a pseudo-layer shows for the first time, a
+        note is added)."""
         rows, grew = self._heads.rows(self._tag, values)
         if rows:
             self._sink.insert("unit_stats", rows)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import traitlets
 
+from nbviz.analysis.dead_heads import DEAD, dead_heads
 from nbviz.widgets.checks import id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
@@ -35,20 +36,14 @@ UNIFORM = 0.97
 """A head whose mean normalised entropy is above this spreads its attention evenly."""
 
 
-DEAD = 1e-3
-"""A head whose output RMS is at most this fraction of its layer's largest is dead."""
-
-
 def head_flags(entropy: np.ndarray, output_rms: np.ndarray | None = None) -> list[str]:
     """Per head, ``"dead"``, ``"collapsed"``, ``"uniform"`` or ``""`` from its latest
     entropy and output RMS (``(layers, heads)``, or flat without ``output_rms``): a
-    head whose output is ~0 beside its layer's others is dead, whatever it looks at."""
+    dead head (:func:`nbviz.analysis.dead_heads.dead_heads`) is dead whatever it
+    looks at."""
     dead = np.zeros(np.size(entropy), dtype=bool)
     if output_rms is not None:
-        rms = np.atleast_2d(np.asarray(output_rms, dtype=float))
-        with np.errstate(invalid="ignore"):
-            top = np.nanmax(np.where(np.isfinite(rms), rms, np.nan), axis=1, initial=0.0)
-            dead = ((rms <= DEAD * top[:, None]) & (top[:, None] > 0)).reshape(-1)
+        dead = dead_heads(np.atleast_2d(np.asarray(output_rms, dtype=float))).reshape(-1)
     out = []
     for value, is_dead in zip(np.asarray(entropy, dtype=float).reshape(-1), dead, strict=True):
         if is_dead:
@@ -100,9 +95,9 @@ class AttentionMaps(LiveView):
     entropy = traitlets.Dict(help="(layers, heads, captures) mean normalised entropy.").tag(
         sync=True
     )
-    flags = traitlets.List(traitlets.Unicode(), help="Per layer*heads: collapsed/uniform/''.").tag(
-        sync=True
-    )
+    flags = traitlets.List(
+        traitlets.Unicode(), help="Per layer*heads: collapsed/uniform/dead/''."
+    ).tag(sync=True)
     output_rms = traitlets.Dict(
         help="(layers, heads, captures) mean RMS of each head's output (NaN: not shown)."
     ).tag(sync=True)

@@ -188,11 +188,12 @@ class LayerBrowser(LiveView):
         shapes = {p["name"]: p.get("shape") for p in probe.get("params", [])}
         self._recorded = recorded_layers(run, index)
         rows = layer_rows(run.layers(), params, set().union(*self._recorded.values()), shapes)
-        rows = with_head_rows(rows, run.meta("heads"))
+        rows, malformed = with_head_rows(rows, run.meta("heads"))
         self.layers = rows
         self._rows = rows
         self._histograms.clear()
         self.spark, self.notice = sparklines(run, index, rows)
+        self.notice = "; ".join(t for t in (self.notice, malformed) if t)
         if not rows:
             self.empty = (
                 f"No layers recorded in {run.name} yet: attach a probe with "

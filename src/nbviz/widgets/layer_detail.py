@@ -13,10 +13,16 @@ from typing import Any
 
 import numpy as np
 
+from nbviz.analysis.dead_heads import dead_heads
 from nbviz.store import MissingStepError
 from nbviz.widgets.layer_table import main_weight
 from nbviz.widgets.sampling import count_text, evenly
-from nbviz.widgets.wire import array_trait_payload, floats_payload, steps_payload
+from nbviz.widgets.wire import (
+    array_from_payload,
+    array_trait_payload,
+    floats_payload,
+    steps_payload,
+)
 
 __all__ = [
     "DEAD_WINDOW",
@@ -153,7 +159,19 @@ def heads_map(
     payload, window = _unit_map(
         run, steps, step, name, ("head_zero_frac", "head_rms", "head_max_abs"), "head statistics"
     )
-    return {**payload, **HEADS_MAP}, window
+    return {**payload, **HEADS_MAP, "dead": _dead_throughout(payload)}, window
+
+
+def _dead_throughout(payload: dict[str, Any]) -> list[int]:
+    """The heads dead (:func:`nbviz.analysis.dead_heads.dead_heads`, from their output
+    RMS) at every capture of a heads map's ``payload``."""
+    units = int(payload.get("units") or 0)
+    if "rms" not in payload or not units:
+        return []
+    rms = np.asarray(array_from_payload(payload["rms"]), dtype=np.float64).reshape(-1, units)
+    if not len(rms):
+        return []
+    return [int(h) for h in np.flatnonzero(dead_heads(rms).all(axis=0))]
 
 
 def _unit_map(

@@ -21,6 +21,7 @@ from nbviz.widgets.wire import floats_payload, steps_payload
 __all__ = [
     "METRICS",
     "SPARK_POINTS",
+    "head_layers",
     "layer_rows",
     "recorded_layers",
     "sparklines",
@@ -118,29 +119,73 @@ def layer_rows(
     return rows
 
 
-def with_head_rows(rows: list[dict[str, Any]], heads: Any) -> list[dict[str, Any]]:
+def _count(value: Any) -> int | None:
+    """``value`` as a count (a non-negative int, not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        return None
+    return int(value)
+
+
+def head_layers(heads: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The well-formed ``<module>/heads`` entries of the meta ``heads`` (name -> module,
+    heads, head size), and in words what was left out as malformed (a meta that is not
+    ``{"layers": {name: {...}}}``, an entry without a positive head count)."""
+    if heads is None:
+        return {}, []
+    if not isinstance(heads, dict):
+        return {}, [f"the meta 'heads' is a {type(heads).__name__}, not a mapping: left out"]
+    layers = heads.get("layers")
+    if layers is None:
+        return {}, []
+    if not isinstance(layers, dict):
+        return {}, [
+            f"the meta 'heads' layers are a {type(layers).__name__}, not a mapping: left out"
+        ]
+    out: dict[str, dict[str, Any]] = {}
+    bad: list[str] = []
+    for name, info in layers.items():
+        if not isinstance(info, dict):
+            bad.append(str(name))
+            continue
+        n, size = _count(info.get("heads")), _count(info.get("head_dim", 0))
+        if not n or size is None:
+            bad.append(str(name))
+            continue
+        module = info.get("module")
+        out[str(name)] = {"module": module if isinstance(module, str) else "", "heads": n}
+        out[str(name)]["head_dim"] = size
+    notes = []
+    if bad:
+        shown = ", ".join(repr(b[:80]) for b in bad[:3]) + (" ..." if len(bad) > 3 else "")
+        notes.append(
+            f"{len(bad)} malformed entr{'y' if len(bad) == 1 else 'ies'} of the meta 'heads' "
+            f"left out ({shown}): each needs a positive head count"
+        )
+    return out, notes
+
+
+def with_head_rows(rows: list[dict[str, Any]], heads: Any) -> tuple[list[dict[str, Any]], str]:
     """``rows`` with a row for each ``<module>/heads`` pseudo-layer of the meta ``heads``
-    (per-head statistics of attention outputs), right after its module's row."""
-    layers = (heads or {}).get("layers") or {}
+    (per-head statistics of attention outputs), right after its module's row; and what
+    of the meta was malformed and left out, in words (empty when nothing was)."""
+    layers, notes = head_layers(heads)
     if not layers:
-        return rows
+        return rows, "; ".join(notes)
     by_module: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for name, info in layers.items():
-        by_module.setdefault(str(info.get("module", "")).partition("#")[0], []).append(
-            (str(name), info)
-        )
+        by_module.setdefault(info["module"].partition("#")[0], []).append((name, info))
     out: list[dict[str, Any]] = []
     placed: set[str] = set()
 
     def head_row(name: str, info: dict[str, Any], depth: int) -> dict[str, Any]:
-        n, size = int(info.get("heads") or 0), int(info.get("head_dim") or 0)
+        n, size = info["heads"], info["head_dim"]
         rec = {
             "type": "heads",
             "depth": depth,
             "shape": f"{n} \u00d7 {size}",
             "params": 0,
             "note": "per-head output statistics of the attention call in "
-            f"{info.get('module') or 'the model'}",
+            f"{info['module'] or 'the model'}",
         }
         row = _row(name, [], rec, set())
         row["heads"] = n
@@ -154,8 +199,8 @@ def with_head_rows(rows: list[dict[str, Any]], heads: Any) -> list[dict[str, Any
             placed.add(name)
     for name, info in sorted(layers.items()):
         if name not in placed:
-            out.append(head_row(str(name), info, 1))
-    return out
+            out.append(head_row(name, info, 1))
+    return out, "; ".join(notes)
 
 
 def is_parameter_row(row: dict[str, Any]) -> bool:
