@@ -48,20 +48,30 @@ function render({ model, el: root }) {
     slider.max = String(Math.max(0, positions.length - 1));
   };
 
-  const sendStep = throttle((/** @type {number} */ step) => save(model, { step }), 80);
+  // The step a move asked for, until it is sent: the kernel's echo of an earlier send may
+  // arrive in between (fast key presses, a busy kernel) and must not undo it, nor be the
+  // base of the next move.
+  /** @type {number | null} */
+  let pending = null;
+  const sendStep = throttle((/** @type {number} */ step) => {
+    pending = null;
+    save(model, { step });
+  }, 80);
 
   const goTo = (/** @type {number} */ index) => {
     if (positions.length === 0) return;
     const step = positions.at(Math.min(Math.max(index, 0), positions.length - 1));
+    pending = step;
     model.set("step", step);
     draw();
     sendStep(step);
   };
-  const currentIndex = () => positions.snap(Number(model.get("step")));
+  const currentStep = () => pending ?? Number(model.get("step"));
+  const currentIndex = () => positions.snap(currentStep());
 
   const draw = guard(root, "Drawing the step scrubber", () => {
     if (!present(root, body, viewState(model, positions.length === 0 && "No steps recorded yet."))) return;
-    const step = Number(model.get("step"));
+    const step = currentStep();
     const i = currentIndex();
     slider.value = String(i);
     const shown = positions.at(i);

@@ -43,3 +43,23 @@ describe("the step label", () => {
     assert.equal(labelAt(positions([5, 3, 1], 1, 3), 2), "step 2 (shown at 5) \u00b7 1 of 3");
   });
 });
+
+describe("moving with the keys", () => {
+  withDocument();
+  // the fake DOM's elements are no <input>: the key handler's instanceof check needs the name
+  globalThis.HTMLInputElement ??= /** @type {any} */ (class {});
+
+  it("the kernel's echo of an earlier move neither undoes the latest nor becomes the next one's base", async () => {
+    const model = fakeModel({ positions: positions([0, 1000, 1], 1, 1000), step: 999, scalars_at: noScalars, playing: false, fps: 4, stride: 1, empty: "", error: "" });
+    const root = /** @type {any} */ (document.createElement("div"));
+    const cleanup = scrubber.render({ model: /** @type {any} */ (model), el: root });
+    root.fire("keydown", { key: "Home" }); // sent at once: step 0
+    root.fire("keydown", { key: "ArrowRight" }); // held back by the throttle: step 1
+    model.change("step", 0); // the kernel echoes the first send
+    root.fire("keydown", { key: "PageUp" });
+    assert.equal(find(root, "nbviz-scrub-step")[0].textContent, "step 11 \u00b7 12 of 1,000");
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    assert.equal(model.saved.at(-1).step, 11);
+    cleanup();
+  });
+});
