@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from nbviz.probes.evaluate import default_embed_layer
+from nbviz.probes.eval_batch import default_embed_layer
 from nbviz.probes.outputs import find_tensor
 from nbviz.probes.select import named_modules
 

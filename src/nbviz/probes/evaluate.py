@@ -18,7 +18,7 @@ together (:mod:`nbviz.probes.unit_tokens` says which layers are kept).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,14 @@ import torch
 from torch import nn
 
 from nbviz import records as rec
+from nbviz.probes.eval_batch import (
+    NOT_A_CLASSIFIER,
+    default_embed_layer,
+    resolve_layer,
+    split_batch,
+    split_for_loss,
+    to_device,
+)
 from nbviz.probes.outputs import find_tensor
 from nbviz.probes.select import named_modules, stack_blocks, unit_dim
 from nbviz.probes.token_evaluation import (
@@ -37,19 +45,6 @@ from nbviz.probes.token_evaluation import (
     token_targets,
 )
 from nbviz.probes.unit_tokens import LayerTopTokens, TopTokens
-
-_INPUT_KEYS = ("input", "inputs", "x", "image", "images", "data", "pixel_values")
-_LABEL_KEYS = ("label", "labels", "y", "target", "targets")
-_ID_KEYS = ("id", "ids", "index", "idx")
-
-
-_TARGET_KEYS = ("target", "targets", "y")
-NOT_A_CLASSIFIER = (
-    "; for a model that is not a classifier (regression, an autoencoder, per-pixel or "
-    "multi-label outputs) pass loss_fn=, a loss with reduction='none' "
-    "(e.g. loss_fn=nn.MSELoss(reduction='none'))"
-)
-_CLASS_KEYS = ("label", "labels")
 
 
 @dataclass
@@ -74,90 +69,6 @@ class Evaluation:
     top_tokens: list[LayerTopTokens] | None = None  # each unit's top tokens, per layer
     # layers whose top tokens were not kept -> why (see recording.unit_tokens.LEFT_OUT_REASONS)
     top_tokens_left_out: dict[str, str] | None = None
-
-
-def _resolve_layer(model: nn.Module, layer: str | nn.Module, what: str) -> tuple[str, nn.Module]:
-    modules = named_modules(model)
-    if isinstance(layer, nn.Module):
-        for name, m in modules:
-            if m is layer:
-                return name, m
-        raise ValueError(f"evaluate: {what} is not a submodule of the model")
-    for name, m in modules:
-        if name == layer:
-            return name, m
-    import difflib
-
-    close = difflib.get_close_matches(str(layer), [n for n, _ in modules], n=5, cutoff=0.4)
-    hint = f" Did you mean {', '.join(close)}?" if close else ""
-    raise ValueError(f"evaluate: {what}={layer!r} is not a module of the model.{hint}")
-
-
-def default_embed_layer(model: nn.Module) -> tuple[str, nn.Module] | None:
-    """The last ``nn.Linear``: its input is the model's penultimate representation."""
-    last = None
-    for name, m in named_modules(model):
-        if isinstance(m, nn.Linear):
-            last = (name, m)
-    return last
-
-
-def _split_batch(batch: Any) -> tuple[Any, Any, Any]:
-    if isinstance(batch, Mapping):
-        x = next((batch[k] for k in _INPUT_KEYS if k in batch), None)
-        y = next((batch[k] for k in _LABEL_KEYS if k in batch), None)
-        i = next((batch[k] for k in _ID_KEYS if k in batch), None)
-        if x is None or y is None:
-            raise ValueError(
-                f"evaluate: a dict batch needs an input key ({', '.join(_INPUT_KEYS)}) and a label "
-                f"key ({', '.join(_LABEL_KEYS)}); got keys {sorted(batch)}"
-            )
-        return x, y, i
-    if isinstance(batch, tuple | list):
-        if len(batch) == 2:
-            return batch[0], batch[1], None
-        if len(batch) == 3:
-            return batch[0], batch[1], batch[2]
-    alone = isinstance(batch, torch.Tensor | np.ndarray) or (
-        isinstance(batch, tuple | list) and len(batch) == 1
-    )
-    raise ValueError(
-        "evaluate: the loader must yield (inputs, labels), (inputs, labels, ids) or a dict; "
-        f"got {type(batch).__name__}"
-        + (f" of length {len(batch)}" if hasattr(batch, "__len__") else "")
-        + (NOT_A_CLASSIFIER + "; inputs alone are an autoencoder's targets" if alone else "")
-    )
-
-
-def _split_for_loss(batch: Any) -> tuple[Any, Any, Any, Any]:
-    """``(inputs, targets or None, ids, labels)`` of a batch evaluated with a ``loss_fn``."""
-    if isinstance(batch, torch.Tensor | np.ndarray):
-        return batch, None, None, None
-    if isinstance(batch, Mapping):
-        x = next((batch[k] for k in _INPUT_KEYS if k in batch), None)
-        if x is None:
-            raise ValueError(
-                f"evaluate: a dict batch needs an input key ({', '.join(_INPUT_KEYS)}); "
-                f"got keys {sorted(batch)}"
-            )
-        y = next((batch[k] for k in _TARGET_KEYS if k in batch), None)
-        labels = next((batch[k] for k in _CLASS_KEYS if k in batch), None)
-        if y is None:
-            y, labels = labels, None
-        i = next((batch[k] for k in _ID_KEYS if k in batch), None)
-        return x, y, i, labels
-    if isinstance(batch, tuple | list) and len(batch) == 1:
-        return batch[0], None, None, None
-    x, y, i = _split_batch(batch)
-    return x, y, i, None
-
-
-def _to_device(x: Any, device: torch.device) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.to(device)
-    if isinstance(x, np.ndarray):
-        return torch.from_numpy(x).to(device)
-    return x
 
 
 def _unit_summary(module: nn.Module, t: torch.Tensor) -> torch.Tensor:
@@ -199,8 +110,8 @@ def run_evaluation(
     if embed_layer is None:
         embed = default_embed_layer(model)
     else:
-        embed = _resolve_layer(model, embed_layer, "embed_layer")
-    units = _resolve_layer(model, units_layer, "units_layer") if units_layer is not None else None
+        embed = resolve_layer(model, embed_layer, "embed_layer")
+    units = resolve_layer(model, units_layer, "units_layer") if units_layer is not None else None
     captured: dict[str, list[torch.Tensor]] = {"embed": [], "units": []}
     handles = []
     if embed is not None:
@@ -285,7 +196,7 @@ def run_evaluation(
 
 
 def _model_output(model: nn.Module, x: Any, device: torch.device) -> torch.Tensor:
-    out = model(_to_device(x, device))
+    out = model(to_device(x, device))
     _, t = find_tensor(out)
     if t is None:
         raise ValueError(f"evaluate: the model returned {type(out).__name__} with no float tensor")
@@ -315,7 +226,7 @@ class _Batches:
 
     def _begin_top(self, x: Any, targets: Any, batch: Any, device: torch.device) -> None:
         """Tell the top-token hooks which positions of the batch to come count."""
-        targets = _to_device(targets, device).long()
+        targets = to_device(targets, device).long()
         counted = targets != self.tokens.ignore_index
         mask = batch_mask(batch, device)
         if mask is not None and tuple(mask.shape) == tuple(targets.shape):
@@ -361,14 +272,14 @@ class _Batches:
     def classifier_batch(
         self, model: nn.Module, device: torch.device, number: int, batch: Any
     ) -> None:
-        x, y, i = _split_batch(batch)
+        x, y, i = split_batch(batch)
         if token_targets(y):
             if not len(y):
                 return
             self._begin_top(x, y, batch, device)
             logit = _model_output(model, x, device)
             if token_shapes(logit, y):
-                self.tokens.add(logit, _to_device(y, device), None, batch_mask(batch, device))
+                self.tokens.add(logit, to_device(y, device), None, batch_mask(batch, device))
                 self.top.commit()
                 self._keep(number, logit.shape[0], x, i)
                 return
@@ -380,7 +291,7 @@ class _Batches:
                 return  # an empty batch: nothing to evaluate
             logit = _model_output(model, x, device)
         if dense_classes(logit, y):
-            self._dense_batch(number, logit, _to_device(y, device), x, i)
+            self._dense_batch(number, logit, to_device(y, device), x, i)
             return
         rows = logit.shape[0] if logit.ndim else 1
         if len(y_arr) != rows:
@@ -416,12 +327,12 @@ class _Batches:
     ) -> None:
         from nbviz.recording.outputs import per_sample_loss
 
-        x, y, i, labels = _split_for_loss(batch)
+        x, y, i, labels = split_for_loss(batch)
         if isinstance(x, torch.Tensor | np.ndarray) and (x.ndim == 0 or not len(x)):
             return  # an empty batch: nothing to evaluate
         if self.targets_are_inputs is None:
             self.targets_are_inputs = y is None
-        target = _to_device(x if y is None else y, device)
+        target = to_device(x if y is None else y, device)
         if token_targets(target):
             self._begin_top(x, target, batch, device)
         out = _model_output(model, x, device)

@@ -1,0 +1,126 @@
+"""How an evaluation pass takes a batch apart, and finds the layers it reads.
+
+A batch is ``(inputs, labels)``, ``(inputs, labels, ids)`` or a dict with an input key
+and a label key; evaluated with a ``loss_fn`` it may also be inputs alone (an
+autoencoder's targets) or a dict with ``target``/``targets`` beside ``label``/``labels``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from nbviz.probes.select import named_modules
+
+__all__ = [
+    "NOT_A_CLASSIFIER",
+    "default_embed_layer",
+    "resolve_layer",
+    "split_batch",
+    "split_for_loss",
+    "to_device",
+]
+
+_INPUT_KEYS = ("input", "inputs", "x", "image", "images", "data", "pixel_values")
+_LABEL_KEYS = ("label", "labels", "y", "target", "targets")
+_ID_KEYS = ("id", "ids", "index", "idx")
+
+
+_TARGET_KEYS = ("target", "targets", "y")
+NOT_A_CLASSIFIER = (
+    "; for a model that is not a classifier (regression, an autoencoder, per-pixel or "
+    "multi-label outputs) pass loss_fn=, a loss with reduction='none' "
+    "(e.g. loss_fn=nn.MSELoss(reduction='none'))"
+)
+_CLASS_KEYS = ("label", "labels")
+
+
+def resolve_layer(model: nn.Module, layer: str | nn.Module, what: str) -> tuple[str, nn.Module]:
+    """The ``(name, module)`` that ``layer`` (a name or a submodule) names."""
+    modules = named_modules(model)
+    if isinstance(layer, nn.Module):
+        for name, m in modules:
+            if m is layer:
+                return name, m
+        raise ValueError(f"evaluate: {what} is not a submodule of the model")
+    for name, m in modules:
+        if name == layer:
+            return name, m
+    import difflib
+
+    close = difflib.get_close_matches(str(layer), [n for n, _ in modules], n=5, cutoff=0.4)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    raise ValueError(f"evaluate: {what}={layer!r} is not a module of the model.{hint}")
+
+
+def default_embed_layer(model: nn.Module) -> tuple[str, nn.Module] | None:
+    """The last ``nn.Linear``: its input is the model's penultimate representation."""
+    last = None
+    for name, m in named_modules(model):
+        if isinstance(m, nn.Linear):
+            last = (name, m)
+    return last
+
+
+def split_batch(batch: Any) -> tuple[Any, Any, Any]:
+    """``(inputs, labels, ids or None)`` of a classifier's batch."""
+    if isinstance(batch, Mapping):
+        x = next((batch[k] for k in _INPUT_KEYS if k in batch), None)
+        y = next((batch[k] for k in _LABEL_KEYS if k in batch), None)
+        i = next((batch[k] for k in _ID_KEYS if k in batch), None)
+        if x is None or y is None:
+            raise ValueError(
+                f"evaluate: a dict batch needs an input key ({', '.join(_INPUT_KEYS)}) and a label "
+                f"key ({', '.join(_LABEL_KEYS)}); got keys {sorted(batch)}"
+            )
+        return x, y, i
+    if isinstance(batch, tuple | list):
+        if len(batch) == 2:
+            return batch[0], batch[1], None
+        if len(batch) == 3:
+            return batch[0], batch[1], batch[2]
+    alone = isinstance(batch, torch.Tensor | np.ndarray) or (
+        isinstance(batch, tuple | list) and len(batch) == 1
+    )
+    raise ValueError(
+        "evaluate: the loader must yield (inputs, labels), (inputs, labels, ids) or a dict; "
+        f"got {type(batch).__name__}"
+        + (f" of length {len(batch)}" if hasattr(batch, "__len__") else "")
+        + (NOT_A_CLASSIFIER + "; inputs alone are an autoencoder's targets" if alone else "")
+    )
+
+
+def split_for_loss(batch: Any) -> tuple[Any, Any, Any, Any]:
+    """``(inputs, targets or None, ids, labels)`` of a batch evaluated with a ``loss_fn``."""
+    if isinstance(batch, torch.Tensor | np.ndarray):
+        return batch, None, None, None
+    if isinstance(batch, Mapping):
+        x = next((batch[k] for k in _INPUT_KEYS if k in batch), None)
+        if x is None:
+            raise ValueError(
+                f"evaluate: a dict batch needs an input key ({', '.join(_INPUT_KEYS)}); "
+                f"got keys {sorted(batch)}"
+            )
+        y = next((batch[k] for k in _TARGET_KEYS if k in batch), None)
+        labels = next((batch[k] for k in _CLASS_KEYS if k in batch), None)
+        if y is None:
+            y, labels = labels, None
+        i = next((batch[k] for k in _ID_KEYS if k in batch), None)
+        return x, y, i, labels
+    if isinstance(batch, tuple | list) and len(batch) == 1:
+        return batch[0], None, None, None
+    x, y, i = split_batch(batch)
+    return x, y, i, None
+
+
+def to_device(x: Any, device: torch.device) -> Any:
+    """A tensor or array on ``device``; anything else as it is."""
+    if isinstance(x, torch.Tensor):
+        return x.to(device)
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(x).to(device)
+    return x
