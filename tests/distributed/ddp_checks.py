@@ -18,7 +18,9 @@ build exactly the same ones.
 
 from __future__ import annotations
 
+import faulthandler
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -157,7 +159,15 @@ def _finish(out: Path, rank: int, report: dict) -> None:
     (out / f"rank{rank}.json").write_text(json.dumps(report))
     dist.barrier()
     dist.destroy_process_group()
+    # gloo's worker thread can still be dropping the barrier's work (and its tensors) when the
+    # main thread returns; if that lands in interpreter shutdown it takes the GIL and aborts
+    # ("terminate called without an active exception", seen under load). Everything is
+    # written by now, so leave without the shutdown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
+    faulthandler.enable(all_threads=False)  # a native abort prints the Python stack
     main(Path(sys.argv[1]), branch_free="--branch-free" in sys.argv[2:])
