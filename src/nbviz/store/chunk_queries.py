@@ -1,7 +1,7 @@
 """A scalar's window read from its packed chunks (:mod:`nbviz.store.scalar_chunks`).
 
 What a zoom reads of a run of schema 8: at most about ``max_points / 64`` rows of
-bucket chunks and ``(hi - lo) / 256`` rows of step chunks (never more than the
+bucket chunks and ``(hi - lo) / 128`` rows of step chunks (never more than the
 window's rows), whatever the run's length. A run of an older schema read as it is
 has no chunks: :meth:`~nbviz.store.summary_queries.SummaryQueries.scalar_points`
 reads its rows and buckets instead.

@@ -49,8 +49,9 @@ __all__ = [
     "step_points",
 ]
 
-#: Steps per ``scalar_chunks`` row (an offset in a chunk fits uint16).
-CHUNK_STEPS = 256
+#: Steps per ``scalar_chunks`` row (an offset in a chunk fits uint16): 1,280 bytes when
+#: every step is logged, so that three rows share a 4 kB page.
+CHUNK_STEPS = 128
 #: Buckets of one level per ``scalar_bucket_chunks`` row.
 BUCKETS_PER_CHUNK = 64
 #: One logged step: its offset from the chunk's first step and its value.
@@ -183,18 +184,21 @@ def _put(
 ) -> None:
     """Store ``new`` (records whose ``field`` lies in ``span``) in place of the ones of
     ``old`` there, as the row ``key`` of ``table``; delete the row when nothing is left."""
-    if old is not None:
-        rec = _records([old], new.dtype, table)
-        at = rec[field]
-        new = np.concatenate([rec[at < span[0]], new, rec[at > span[1]]])
-    if not len(new):
+    blob, n = new.tobytes(), len(new)
+    if old is not None:  # the records before span, the new ones, the records after it
+        at = _records([old], new.dtype, table)[field]
+        size = new.dtype.itemsize
+        first, end = np.searchsorted(at, span[0]), np.searchsorted(at, span[1], side="right")
+        blob = b"".join((old[: first * size], blob, old[end * size :]))
+        n += len(at) - int(end - first)
+    if not n:
         where = " AND ".join(f"{k} = ?" for k in key)
         conn.execute(f"DELETE FROM {table} WHERE {where}", tuple(key.values()))
         return
     conn.execute(
         f"INSERT OR REPLACE INTO {table}({', '.join(key)}, n, {column}) "
         f"VALUES ({', '.join('?' * (len(key) + 2))})",
-        (*key.values(), len(new), new.tobytes()),
+        (*key.values(), n, blob),
     )
 
 
