@@ -133,6 +133,7 @@ def test_chunks_give_the_points_the_rows_and_buckets_give(
         (0, LONG - 1),
         (LONG - 5, LONG + 50),
         (90_000, 150_000),
+        (3000, 2000),  # an empty range: only the rows beside it
     ]:
         for points in (2, 50, 2000):
             got = r.scalar_points("loss", points, window, edges=True)

@@ -242,9 +242,9 @@ class SummaryQueries(ChunkQueries):
             step_range = self._scalar_bounds(name)
         lo, hi = int(step_range[0]), int(step_range[1])
         level = _level(lo, hi, max_points)
-        if self._holds("scalar_chunks"):
+        if lo <= hi and self._holds("scalar_chunks"):
             return self._chunk_points(name, max_points, level, lo, hi, edges)
-        width = LEVEL_WIDTHS[level]  # a run of schema 7 or older, read as it is
+        width = LEVEL_WIDTHS[level]  # a run of schema 7 or older read as it is; an empty range
         buckets = (name, level, lo // width, hi // width)
         total = None
         if hi - lo >= max_points:
