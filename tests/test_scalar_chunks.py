@@ -296,3 +296,13 @@ def test_a_damaged_chunk_is_a_clear_error(tmp_path: Path) -> None:
     with Reader(tmp_path / "run") as r:
         with pytest.raises(RunFileError, match="5 bytes, not whole 10-byte records"):
             r.scalar_points("x", 2000, (0, 50))
+
+
+def test_a_step_handed_over_as_a_whole_float_is_packed_as_the_table_keeps_it(
+    tmp_path: Path,
+) -> None:
+    with Writer(tmp_path / "run") as w:
+        w.insert("scalars", [("x", 3.0, 1.5, 0.0), ("x", 40, 2.5, 0.0)])
+    with Reader(tmp_path / "run") as r:
+        got = r.scalar_points("x", 2000, (0, 100))
+    assert got.steps.tolist() == [3, 40] and got.values.tolist() == [1.5, 2.5]

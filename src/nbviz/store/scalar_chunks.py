@@ -28,6 +28,7 @@ Never pickled: numpy ``tobytes``/``frombuffer`` with the explicit dtypes below.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -251,7 +252,8 @@ def refresh_chunks(conn: sqlite3.Connection, finest: Mapping[str, Iterable[int]]
     for name, ids in finest.items():
         if not isinstance(name, str):
             continue
-        ids = {i for i in ids if type(i) is int}
+        # a whole float step is stored as an integer (the column's affinity): its bucket too
+        ids = {int(i) for i in ids if type(i) in (int, float) and math.isfinite(i)}
         per = CHUNK_STEPS // _FINEST
         for chunk, (lo, hi) in _groups(ids, per).items():
             _refresh_steps(conn, name, chunk, lo * _FINEST, hi * _FINEST + _FINEST - 1)
