@@ -10,12 +10,14 @@ import sqlite3
 from collections.abc import Callable
 
 from nbviz.store.encoding import pack_counts
+from nbviz.store.scalar_chunks import rebuild_chunks
 from nbviz.store.summaries import rebuild_all
 from nbviz.store.tables import (
     ATTENTION_DDL,
     DDL_OF_VERSION,
     HISTOGRAM_BINS_DDL,
     OUTPUTS_DDL,
+    SCALAR_CHUNKS_DDL,
     UNIT_TOKENS_DDL,
 )
 
@@ -87,6 +89,13 @@ def _add_unit_tokens(conn: sqlite3.Connection) -> None:
     conn.execute(UNIT_TOKENS_DDL)
 
 
+def _add_scalar_chunks(conn: sqlite3.Connection) -> None:
+    """Schema 7 -> 8: every scalar's rows and buckets packed in blocks, built from its rows."""
+    for statement in SCALAR_CHUNKS_DDL:
+        conn.execute(statement)
+    rebuild_chunks(conn)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _add_captures,
     2: _series_ids,
@@ -94,4 +103,5 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     4: _add_attention,
     5: _add_histogram_bins,
     6: _add_unit_tokens,
+    7: _add_scalar_chunks,
 }

@@ -35,7 +35,9 @@ Conventions the tables rely on:
   active first, ``contexts`` int32 ``(units, k, width)``, the input token ids from
   ``before`` positions ahead of the token (-1 outside the sample).
 - ``step_runs``, ``scalar_buckets`` and ``stat_buckets`` are summaries the
-  writer keeps as it writes (:mod:`nbviz.store.summaries`).
+  writer keeps as it writes (:mod:`nbviz.store.summaries`); so are
+  ``scalar_chunks`` and ``scalar_bucket_chunks`` (schema 8): each scalar's rows and
+  buckets packed in blocks of little-endian records (:mod:`nbviz.store.scalar_chunks`).
 - ``ids`` blobs (``probabilities``, ``embeddings``, ``outputs``) are little-endian int64.
 - ``outputs`` hold what a model that is not a classifier gave at one evaluation
   (``run.evaluate(..., loss_fn=...)``, ``run.log_outputs``): the outputs and

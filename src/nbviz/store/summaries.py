@@ -1,6 +1,6 @@
 """Summaries the writer keeps as a run is written, so that views read a bounded amount.
 
-Two kinds, both brought up to date in the writer thread inside the transaction
+Three kinds, all brought up to date in the writer thread inside the transaction
 that wrote the rows they summarise (so a reader never sees one without the other):
 
 - **buckets**: every scalar (``scalar_buckets``) and every layer statistics series
@@ -11,12 +11,15 @@ that wrote the rows they summarise (so a reader never sees one without the other
   new rows fall in are recomputed: the finest from the rows themselves, each
   coarser one from the 16 buckets below it, so the work per commit does not
   grow with the run and a bucket is always exact (a step written again replaces
-  its old value in the sums).
+  its old value in the sums);
+- **chunks** (``scalar_chunks``, ``scalar_bucket_chunks``): every scalar's rows and
+  its buckets packed in blocks, for zooms (:mod:`nbviz.store.scalar_chunks`);
 - **step runs** (``step_runs``): the steps each source has rows at (``scalars``,
   ``stats:<signal>``, ``histograms:<signal>``) as arithmetic runs
   ``(start, stride, count)``; a run recorded every k steps is one row.
 
-The SQL runs in SQLite's C code, without Python's global lock.
+The SQL of the buckets and step runs runs in SQLite's C code, without Python's
+global lock; packing the chunks is numpy work on the rows a commit touched.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nbviz.store.scalar_chunks import refresh_chunks
 from nbviz.store.tables import LEVEL_WIDTHS
 
 __all__ = ["StepRuns", "Touched", "refresh", "rebuild_all"]
@@ -225,6 +229,7 @@ class StepRuns:
 def refresh(conn: sqlite3.Connection, touched: Touched, runs: StepRuns) -> None:
     """Bring every summary up to date with the rows ``touched`` describes."""
     refresh_buckets(conn, touched)
+    refresh_chunks(conn, touched.scalars)
     for source, steps in touched.steps.items():
         good = [s for s in steps if type(s) is int]
         if good:

@@ -25,10 +25,11 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from nbviz.store.chunk_queries import ChunkQueries, ScalarPoints
 from nbviz.store.columns import floats, frame, int_array, ints, nan, table_columns
 from nbviz.store.encoding import counts_array
 from nbviz.store.errors import StoredValueError
-from nbviz.store.query import ReaderBase, close_matches
+from nbviz.store.query import close_matches
 from nbviz.store.tables import LEVEL_WIDTHS, SIGNALS
 from nbviz.store.window_sql import BUCKET_POINTS, rows_sql
 
@@ -81,17 +82,6 @@ def _stat_bucket_frame(rows: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame({"step": step, "n": n, **dict(zip(STAT_FIELDS, values))})
 
 
-class ScalarPoints(NamedTuple):
-    """One scalar's points over a step range (``scalar_points``): ``total`` rows in the range
-    (whole buckets when ``width`` > 0, the steps per bucket; 0: rows as logged), ``steps``
-    int64, sorted, and ``values`` float64, NaN where the series held a non-finite value."""
-
-    total: int
-    width: int
-    steps: np.ndarray
-    values: np.ndarray
-
-
 def _level(lo: int, hi: int, max_points: int) -> int:
     """The finest level whose buckets over ``lo..hi`` number at most ``max_points``."""
     for level, width in enumerate(LEVEL_WIDTHS):
@@ -109,7 +99,7 @@ def _check_points(value: Any, what: str = "max_points", least: int = 2) -> int:
     return int(value)
 
 
-class SummaryQueries(ReaderBase):
+class SummaryQueries(ChunkQueries):
     """Reads whose cost is bounded whatever the run's length (see the module docstring)."""
 
     # -- steps -----------------------------------------------------------------------
@@ -243,15 +233,18 @@ class SummaryQueries(ReaderBase):
         maximum at the steps they were reached, of the finest summary level with
         at most ``max_points`` buckets, and a NaN at its first non-finite step.
         The points ``scalar_summary`` holds, as ``summary_points`` draws them,
-        read as two columns straight into numpy: what a zoom reads, at a cost of
-        a few statements and the rows themselves.
+        read from the scalar's packed chunks (:mod:`nbviz.store.chunk_queries`): what
+        a zoom reads, a handful of rows whatever the run's length. A run of schema 7
+        or older read as it is: the rows and buckets themselves, as two columns.
         """
         max_points = _check_points(max_points)
         if step_range is None:
             step_range = self._scalar_bounds(name)
         lo, hi = int(step_range[0]), int(step_range[1])
         level = _level(lo, hi, max_points)
-        width = LEVEL_WIDTHS[level]
+        if lo <= hi and self._holds("scalar_chunks"):
+            return self._chunk_points(name, max_points, level, lo, hi, edges)
+        width = LEVEL_WIDTHS[level]  # a run of schema 7 or older read as it is; an empty range
         buckets = (name, level, lo // width, hi // width)
         total = None
         if hi - lo >= max_points:
@@ -300,13 +293,6 @@ class SummaryQueries(ReaderBase):
             self._check_scalar(name)
             return 0, -1
         return int(bounds[0]), int(bounds[1])
-
-    def _check_scalar(self, name: str) -> None:
-        """ValueError naming close matches when no scalar is called ``name``."""
-        if name not in self.scalar_names():
-            raise ValueError(
-                f"no scalar named {name!r}; {close_matches(name, self.scalar_names())}"
-            )
 
     def scalar_outline(self, name: str, max_points: int = 2048, ends: int = 512) -> pd.DataFrame:
         """One scalar in at most about ``max_points + 2 * ends`` rows, for an analysis of its shape.

@@ -22,11 +22,15 @@ keep drawing the uniform row, ``run.histogram`` returns these.
 Schema 7 adds ``unit_tokens``: for a language model's evaluation, the tokens on
 which each unit of a layer was most active (:mod:`nbviz.recording.unit_tokens`),
 one row per ``(split, layer, step)``.
+
+Schema 8 adds ``scalar_chunks`` and ``scalar_bucket_chunks``: every scalar's rows,
+and its buckets of each level, packed in blocks (:mod:`nbviz.store.scalar_chunks`),
+so that a zoom into a long run reads a handful of rows.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 SIGNALS = ("activation", "gradient", "weight", "update")
 
 # Column order of every table: the order of the tuples handed to Writer.insert.
@@ -224,7 +228,14 @@ STORED: dict[str, tuple[str, ...]] = {
 
 #: Tables the writer keeps itself (not written through ``Writer.insert``): the series
 #: ids and the summaries of :mod:`nbviz.store.summaries`.
-INTERNAL_TABLES: tuple[str, ...] = ("series", "step_runs", "scalar_buckets", "stat_buckets")
+INTERNAL_TABLES: tuple[str, ...] = (
+    "series",
+    "step_runs",
+    "scalar_buckets",
+    "stat_buckets",
+    "scalar_chunks",
+    "scalar_bucket_chunks",
+)
 
 #: Bucket widths of the summaries: level k holds buckets of ``16 ** (k + 1)`` steps.
 LEVEL_WIDTHS: tuple[int, ...] = tuple(16 ** (k + 1) for k in range(5))
@@ -315,8 +326,21 @@ UNIT_TOKENS_DDL = """CREATE TABLE IF NOT EXISTS unit_tokens(
         "values" BLOB NOT NULL, contexts BLOB NOT NULL, nonfinite BLOB NOT NULL,
         PRIMARY KEY(split, layer, step))"""
 
+# Schema 8: every scalar's rows and its buckets of each level, packed in blocks
+# (nbviz.store.scalar_chunks: the records' dtypes). Rows of a few kB: they keep a rowid.
+SCALAR_CHUNKS_DDL: tuple[str, ...] = (
+    """CREATE TABLE IF NOT EXISTS scalar_chunks(
+        name TEXT NOT NULL, chunk INTEGER NOT NULL, n INTEGER NOT NULL, points BLOB NOT NULL,
+        PRIMARY KEY(name, chunk))""",
+    """CREATE TABLE IF NOT EXISTS scalar_bucket_chunks(
+        name TEXT NOT NULL, level INTEGER NOT NULL, chunk INTEGER NOT NULL,
+        n INTEGER NOT NULL, buckets BLOB NOT NULL,
+        PRIMARY KEY(name, level, chunk))""",
+)
+
 _DDL_V6: tuple[str, ...] = (*_DDL_V3, OUTPUTS_DDL, ATTENTION_DDL, HISTOGRAM_BINS_DDL)
-DDL: tuple[str, ...] = (*_DDL_V6, UNIT_TOKENS_DDL)
+_DDL_V7: tuple[str, ...] = (*_DDL_V6, UNIT_TOKENS_DDL)
+DDL: tuple[str, ...] = (*_DDL_V7, *SCALAR_CHUNKS_DDL)
 
 #: The DDL of each schema version this nbviz reads: what a run of that version holds.
 DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
@@ -326,7 +350,8 @@ DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
     4: (*_DDL_V3, OUTPUTS_DDL),
     5: (*_DDL_V3, OUTPUTS_DDL, ATTENTION_DDL),
     6: _DDL_V6,
-    7: DDL,
+    7: _DDL_V7,
+    8: DDL,
 }
 
 #: Older versions that a read-only reader reads as they are, without migrating them
@@ -335,7 +360,9 @@ DDL_OF_VERSION: dict[int, tuple[str, ...]] = {
 #: asks ``ReaderBase._holds`` first). A version missing here is read only once a
 #: writer has migrated it. A new schema that adds a table lists it for every version
 #: here, or takes that version out (tests/test_store_schema.py checks the lists).
+_CHUNKS = ("scalar_chunks", "scalar_bucket_chunks")
 READ_AS_IS: dict[int, tuple[str, ...]] = {
-    5: ("histogram_bins", "unit_tokens"),
-    6: ("unit_tokens",),
+    5: ("histogram_bins", "unit_tokens", *_CHUNKS),
+    6: ("unit_tokens", *_CHUNKS),
+    7: _CHUNKS,
 }

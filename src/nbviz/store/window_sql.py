@@ -2,6 +2,8 @@
 
 Each read is one statement, so that a zoom costs a few statements and the rows
 it returns (:meth:`~nbviz.store.summary_queries.SummaryQueries.scalar_points`).
+What a run of schema 7 or older, read as it is, is zoomed with: a newer run's
+zoom reads its packed chunks (:mod:`nbviz.store.chunk_queries`).
 """
 
 from __future__ import annotations
