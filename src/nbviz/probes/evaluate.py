@@ -18,7 +18,7 @@ together (:mod:`nbviz.probes.unit_tokens` says which layers are kept).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +29,13 @@ from torch import nn
 from nbviz import records as rec
 from nbviz.probes.eval_batch import (
     NOT_A_CLASSIFIER,
+    call_model,
     default_embed_layer,
     resolve_layer,
     split_batch,
     split_for_loss,
     to_device,
+    token_inputs,
 )
 from nbviz.probes.outputs import find_tensor
 from nbviz.probes.select import named_modules, stack_blocks, unit_dim
@@ -43,6 +45,7 @@ from nbviz.probes.token_evaluation import (
     batch_mask,
     token_shapes,
     token_targets,
+    unshifted_labels,
 )
 from nbviz.probes.unit_tokens import LayerTopTokens, TopTokens
 
@@ -196,7 +199,9 @@ def run_evaluation(
 
 
 def _model_output(model: nn.Module, x: Any, device: torch.device) -> torch.Tensor:
-    out = model(to_device(x, device))
+    out = call_model(model, x, device)
+    if isinstance(out, Mapping) and isinstance(out.get("logits"), torch.Tensor):
+        return out["logits"]  # a Hugging Face output: its loss, where given, comes first
     _, t = find_tensor(out)
     if t is None:
         raise ValueError(f"evaluate: the model returned {type(out).__name__} with no float tensor")
@@ -228,9 +233,10 @@ class _Batches:
         """Tell the top-token hooks which positions of the batch to come count."""
         targets = to_device(targets, device).long()
         counted = targets != self.tokens.ignore_index
-        mask = batch_mask(batch, device)
+        mask = batch_mask(batch, device, tuple(targets.shape))
         if mask is not None and tuple(mask.shape) == tuple(targets.shape):
             counted &= mask.to(torch.bool)
+        x = token_inputs(x)
         inputs = torch.from_numpy(x) if isinstance(x, np.ndarray) else x
         self.top.begin(counted, inputs, self.rows)
 
@@ -263,6 +269,7 @@ class _Batches:
                     f"evaluate: batch {number} has {len(i_arr)} ids for {rows} samples"
                 )
             self.ids.append(i_arr)
+        x = token_inputs(x)
         if isinstance(x, torch.Tensor | np.ndarray) and self.n_inputs < self.max_samples:
             arr = rec.to_numpy(x, "evaluate: inputs")[: self.max_samples - self.n_inputs]
             self.inputs.append(arr)
@@ -279,7 +286,14 @@ class _Batches:
             self._begin_top(x, y, batch, device)
             logit = _model_output(model, x, device)
             if token_shapes(logit, y):
-                self.tokens.add(logit, to_device(y, device), None, batch_mask(batch, device))
+                y = to_device(y, device)
+                mask = batch_mask(batch, device, tuple(y.shape))
+                if isinstance(x, Mapping) and unshifted_labels(
+                    token_inputs(x), y, self.tokens.ignore_index
+                ):
+                    logit, y = logit[:, :-1], y[:, 1:]
+                    mask = None if mask is None else mask[:, 1:]
+                self.tokens.add(logit, y, None, mask)
                 self.top.commit()
                 self._keep(number, logit.shape[0], x, i)
                 return
@@ -340,7 +354,7 @@ class _Batches:
         per = loss_fn(out, target)
         if token_shapes(out, target):  # a language model: its loss position by position
             given = per if isinstance(per, torch.Tensor) and per.shape == target.shape else None
-            self.tokens.add(out, target, given, batch_mask(batch, device))
+            self.tokens.add(out, target, given, batch_mask(batch, device, tuple(target.shape)))
             self.top.commit()
             self._keep(number, rows, x, i)
             return
