@@ -157,7 +157,8 @@ class StepClock:
         self._active = True
         self._checked = None
         if self._capture is not None and self._heads is not None:
-            self._heads.begin(root)  # ended by an always-called hook (nbviz.probes.hooks)
+            # ended by an always-called hook (nbviz.probes.hooks); padding left out
+            self._heads.begin(root, self._mask)
         if not self._summary_written:
             self._root_calls += 1
         if not self._autocast:

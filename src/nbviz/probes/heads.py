@@ -41,8 +41,11 @@ while a submodule is compiled on its own, nor across several ranks. A forward
 cut short by a ``BaseException`` other than ``Exception`` (``KeyboardInterrupt``:
 torch's always-called hooks do not run) leaves the mode entered: it sees no call
 made outside that forward, and the next forward of the model ends it.
-``probe.set_mask`` does not reach them: padded query positions are measured too
-(they attend to the real keys, so they do not make a head look dead).
+With ``probe.set_mask(mask)``, ``(batch, tokens)``, a call whose batch and query
+positions are the mask's is measured over the real tokens' queries only (padded queries
+still attend to the real keys, so they would not make a head look dead, but they would
+weigh in its RMS and peak); a call of another shape (a decoder's cross-attention, a
+call on part of the batch) is measured whole.
 """
 
 from __future__ import annotations
@@ -218,6 +221,7 @@ class HeadStats:
         self._modules: tuple[int, ...] | None = None  # the module set last checked
         self._off = False  # no attention seen (or a compiled child) in that module set
         self._skipped = 0  # captured forwards skipped since
+        self._mask: torch.Tensor | None = None  # (batch, tokens) of this forward, or None
 
     @property
     def on(self) -> bool:
@@ -262,14 +266,17 @@ class HeadStats:
             self._skipped = 0
         return True
 
-    def begin(self, root: nn.Module) -> None:
+    def begin(self, root: nn.Module, mask: torch.Tensor | None = None) -> None:
         """Name the modules and see the attention calls until :meth:`end`.
 
-        A mode left entered by a forward cut short (``KeyboardInterrupt``: torch
-        runs always-called hooks on ``Exception`` only) is ended first.
+        ``mask``: ``(batch, tokens)``, True on the real tokens (the probe's
+        ``set_mask``): the query positions a call measures where its shape is the
+        mask's. A mode left entered by a forward cut short (``KeyboardInterrupt``:
+        torch runs always-called hooks on ``Exception`` only) is ended first.
         """
         if self._mode is not None:
             self.end()
+        self._mask = mask
         if not self._worth(root):
             return
         stack = ModuleStack()
@@ -298,7 +305,10 @@ class HeadStats:
         if not self.wants(module):
             return
         heads, size = int(x.shape[head_dim]), int(x.shape[-1])
-        sums = head_reductions(x, head_dim)
+        x = self._real_queries(x, head_dim)
+        if x is None:
+            return
+        sums = head_reductions(x, 1)
         layer = self._layers.get(module)
         if layer is None:
             self._layers[module] = _Layer(module, kind, heads, size, sums, x.numel() // heads)
@@ -316,6 +326,21 @@ class HeadStats:
             ]
         )
         layer.count += x.numel() // heads
+
+    def _real_queries(self, x: torch.Tensor, head_dim: int) -> torch.Tensor | None:
+        """``x`` (``(batch, heads, tokens, head_dim)``, or ``(..., heads, ...)`` along
+        ``head_dim``) with the heads along dimension 1: the real tokens' queries only,
+        ``(kept, heads, head_dim)``, where the mask's shape is the call's batch and
+        tokens (None when it keeps none), else ``x`` whole."""
+        mask = self._mask
+        if head_dim < 0:
+            head_dim += x.dim()
+        if mask is None or x.dim() != 4 or head_dim != 1:
+            return x.movedim(head_dim, 1) if head_dim != 1 else x
+        if (x.shape[0], x.shape[2]) != tuple(mask.shape):
+            return x
+        kept = x.transpose(1, 2)[mask.to(x.device)]  # (kept, heads, head_dim)
+        return kept if kept.numel() else None
 
     def take(self) -> torch.Tensor | None:
         """The step's totals as one flat device tensor (None when no call was seen)."""
