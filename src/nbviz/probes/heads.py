@@ -9,7 +9,10 @@ capture step (the activations' period, ``every``), nothing at the other steps:
 * ``F.multi_head_attention_forward`` (``nn.MultiheadAttention``, the
   ``self_attn`` of ``nn.TransformerEncoderLayer``/``DecoderLayer``): the tensor
   it concatenates the heads into before its output projection, ``num_heads`` by
-  ``head_dim``.
+  ``head_dim``;
+* attention written out by hand (Hugging Face's ``eager``): the product of a
+  softmax over ``(batch, heads, queries, keys)`` scores by the values,
+  ``(batch, heads, tokens, head_dim)`` (kind ``softmax``).
 
 The calls are found as the attention maps find them (:mod:`nbviz.probes.attention`:
 a :class:`~torch.overrides.TorchFunctionMode` on while the captured forward
@@ -60,7 +63,14 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from nbviz.probes.attention import _MHA, _SDPA, AttentionCalls, ModuleStack, mha_with_heads
+from nbviz.probes.attention import (
+    _MHA,
+    _SDPA,
+    SEEN_CALLS,
+    AttentionCalls,
+    ModuleStack,
+    mha_with_heads,
+)
 
 __all__ = [
     "NEAR_ZERO",
@@ -175,17 +185,27 @@ class _HeadsMode(AttentionCalls):
         if func is _SDPA or func is _MHA:
             if not self._live():
                 return func(*args, **(kwargs or {}))
-            self.saw_attention = True
+            return super().__torch_function__(func, types, args, kwargs)
+        if func in SEEN_CALLS:  # hand-written attention: told live where it is found
             return super().__torch_function__(func, types, args, kwargs)
         return func(*args, **(kwargs or {}))
+
+    def on_weighted(self, name: str, weights: torch.Tensor, result: torch.Tensor) -> None:
+        if not self._live():
+            return
+        self.saw_attention = True
+        if result.numel():
+            self._stats.add(name, "softmax", result, -3)
 
     def on_sdpa(self, name: str, given: dict[str, Any], result: Any) -> None:
         # (..., heads, tokens, head_dim); a 3-d call's first dimension may be batch or
         # batch x heads: it does not say, so it is left out
+        self.saw_attention = True
         if isinstance(result, torch.Tensor) and result.dim() >= 4 and result.numel():
             self._stats.add(name, "sdpa", result, -3)
 
     def on_mha(self, name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        self.saw_attention = True
         if not self._stats.wants(name):
             return super().on_mha(name, args, kwargs)
         result, heads = mha_with_heads(args, kwargs)
