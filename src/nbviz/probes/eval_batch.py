@@ -5,11 +5,14 @@ an input key; evaluated with a ``loss_fn`` it may also be inputs alone (an autoe
 targets) or a dict with ``target``/``targets`` beside ``label``/``labels``. A dict with
 no input key is the model's keyword arguments, less its labels, ids and loss masks
 (Hugging Face's ``input_ids``, ``attention_mask``, ``token_type_ids``, ...): the model is
-called as ``model(**those)``, so it sees its attention mask as in training.
+called as ``model(**those)``, so it sees its attention mask as in training. Beside an
+input key, the entries that the model's ``forward`` names as parameters go with the input
+(``{"x": x, "pad": pad, "label": y}`` as ``model(x, pad=pad)``).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -138,12 +141,36 @@ def _dict_inputs(batch: Mapping[str, Any]) -> Any:
     return arguments or None
 
 
-def call_model(model: nn.Module, x: Any, device: torch.device) -> Any:
+def call_model(model: nn.Module, x: Any, device: torch.device, batch: Any = None) -> Any:
     """``model(x)`` on ``device``; a dict of keyword arguments (a dict batch's) as
-    ``model(**x)``."""
+    ``model(**x)``. Where ``x`` is a dict ``batch``'s input entry, the batch's other
+    entries that ``model.forward`` names as parameters (a padding mask beside ``x``) go
+    with it as keyword arguments, as they would in training."""
     if isinstance(x, Mapping):
         return model(**{k: to_device(v, device) for k, v in x.items()})
-    return model(to_device(x, device))
+    extra = _named_extras(model, batch)
+    return model(to_device(x, device), **{k: to_device(v, device) for k, v in extra.items()})
+
+
+def _named_extras(model: nn.Module, batch: Any) -> dict[str, Any]:
+    """The entries of a dict ``batch`` beside its input that ``model.forward`` takes by name."""
+    if not isinstance(batch, Mapping):
+        return {}
+    given = next((k for k in _INPUT_KEYS if k in batch), None)
+    rest = [k for k in batch if k != given and k not in _NOT_ARGUMENTS]
+    if given is None or not rest:
+        return {}
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return {}
+    names = list(params)
+    by_name = {
+        n
+        for n, p in params.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != (names[0] if names else "")
+    }
+    return {k: batch[k] for k in rest if k in by_name}
 
 
 def token_inputs(x: Any) -> Any:

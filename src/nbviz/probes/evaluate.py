@@ -198,8 +198,8 @@ def run_evaluation(
     return result
 
 
-def _model_output(model: nn.Module, x: Any, device: torch.device) -> torch.Tensor:
-    out = call_model(model, x, device)
+def _model_output(model: nn.Module, x: Any, device: torch.device, batch: Any) -> torch.Tensor:
+    out = call_model(model, x, device, batch)
     if isinstance(out, Mapping) and isinstance(out.get("logits"), torch.Tensor):
         return out["logits"]  # a Hugging Face output: its loss, where given, comes first
     _, t = find_tensor(out)
@@ -284,7 +284,7 @@ class _Batches:
             if not len(y):
                 return
             self._begin_top(x, y, batch, device)
-            logit = _model_output(model, x, device)
+            logit = _model_output(model, x, device, batch)
             if token_shapes(logit, y):
                 y = to_device(y, device)
                 mask = batch_mask(batch, device, tuple(y.shape))
@@ -303,7 +303,7 @@ class _Batches:
             y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
             if not len(y_arr):
                 return  # an empty batch: nothing to evaluate
-            logit = _model_output(model, x, device)
+            logit = _model_output(model, x, device, batch)
         if dense_classes(logit, y):
             self._dense_batch(number, logit, to_device(y, device), x, i)
             return
@@ -349,7 +349,7 @@ class _Batches:
         target = to_device(x if y is None else y, device)
         if token_targets(target):
             self._begin_top(x, target, batch, device)
-        out = _model_output(model, x, device)
+        out = _model_output(model, x, device, batch)
         rows = out.shape[0] if out.ndim else 1
         per = loss_fn(out, target)
         if token_shapes(out, target):  # a language model: its loss position by position
