@@ -1,6 +1,6 @@
 """``run.evaluate`` on dict batches of a model's keyword arguments (Hugging Face's
-``input_ids``, ``attention_mask``, ``labels``): the model gets its mask, a causal language
-model's unshifted labels are read as it reads them."""
+``input_ids``, ``attention_mask``, ``labels``): the model gets its mask and its labels, and
+the positions line up with the labels as the model's own loss lines them up."""
 
 from __future__ import annotations
 
@@ -55,14 +55,35 @@ def test_a_causal_lms_labels_are_scored_as_the_model_scores_them(tmp_path):
     run.close()
 
 
-def test_the_attention_mask_marks_padding_where_the_labels_do_not(tmp_path):
-    model = tiny_gpt2()
+def test_an_encoder_decoders_labels_are_scored_as_given_even_when_they_copy_the_input(
+    tmp_path,
+):
+    torch.manual_seed(0)
+    config = transformers.BartConfig(
+        vocab_size=VOCAB,
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        max_position_embeddings=16,
+        pad_token_id=PAD,
+        decoder_start_token_id=2,
+    )
+    model = transformers.BartForConditionalGeneration(config).eval()
     ids, mask = padded_ids(4, seed=2)
+    labels = ids.masked_fill(mask == 0, -100)  # a copy task: the decoder's inputs come from them
+    batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+    with torch.no_grad():
+        own = float(model(**batch).loss)
     run = nbviz.Run(tmp_path / "run")
-    run.evaluate(0, model, [{"input_ids": ids, "attention_mask": mask, "labels": ids}])
+    got = run.evaluate(0, model, [batch])
+    assert got["val_loss"] == pytest.approx(own, rel=1e-5)
     frame = run.token_losses(0)
-    padding = frame.sort_values(["id", "position"])["padding"].to_numpy().reshape(4, -1)
-    assert (padding == (mask[:, 1:] == 0).numpy()).all()
+    assert frame.groupby("id").size().tolist() == [TOKENS] * 4
+    assert int((~frame["padding"]).sum()) == int(mask.sum())
     run.close()
 
 

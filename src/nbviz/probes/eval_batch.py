@@ -143,22 +143,27 @@ def _dict_inputs(batch: Mapping[str, Any]) -> Any:
 
 def call_model(model: nn.Module, x: Any, device: torch.device, batch: Any = None) -> Any:
     """``model(x)`` on ``device``; a dict of keyword arguments (a dict batch's) as
-    ``model(**x)``. Where ``x`` is a dict ``batch``'s input entry, the batch's other
-    entries that ``model.forward`` names as parameters (a padding mask beside ``x``) go
-    with it as keyword arguments, as they would in training."""
+    ``model(**x)``. The dict ``batch``'s other entries that ``model.forward`` names as
+    parameters go with them as keyword arguments, as they would in training: a padding
+    mask beside ``x``, or the ``labels`` a Hugging Face model scores itself (an
+    encoder-decoder makes its decoder's inputs from them)."""
+    named = _named_entries(model, batch, x)
     if isinstance(x, Mapping):
-        return model(**{k: to_device(v, device) for k, v in x.items()})
-    extra = _named_extras(model, batch)
-    return model(to_device(x, device), **{k: to_device(v, device) for k, v in extra.items()})
+        named = {**x, **named}
+        return model(**{k: to_device(v, device) for k, v in named.items()})
+    return model(to_device(x, device), **{k: to_device(v, device) for k, v in named.items()})
 
 
-def _named_extras(model: nn.Module, batch: Any) -> dict[str, Any]:
-    """The entries of a dict ``batch`` beside its input that ``model.forward`` takes by name."""
+def _named_entries(model: nn.Module, batch: Any, x: Any) -> dict[str, Any]:
+    """The entries of a dict ``batch`` besides its inputs ``x`` (and its ids and loss
+    masks) that ``model.forward`` takes by name."""
     if not isinstance(batch, Mapping):
         return {}
     given = next((k for k in _INPUT_KEYS if k in batch), None)
-    rest = [k for k in batch if k != given and k not in _NOT_ARGUMENTS]
-    if given is None or not rest:
+    taken = set(x) if isinstance(x, Mapping) else {given}
+    skip = {*_ID_KEYS, "loss_mask", "mask"}
+    rest = [k for k in batch if k not in taken and k not in skip]
+    if not rest:
         return {}
     try:
         params = inspect.signature(model.forward).parameters
@@ -168,7 +173,8 @@ def _named_extras(model: nn.Module, batch: Any) -> dict[str, Any]:
     by_name = {
         n
         for n, p in params.items()
-        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != (names[0] if names else "")
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and not (given is not None and names and n == names[0])
     }
     return {k: batch[k] for k in rest if k in by_name}
 

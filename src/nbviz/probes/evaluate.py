@@ -42,10 +42,10 @@ from nbviz.probes.select import named_modules, stack_blocks, unit_dim
 from nbviz.probes.token_evaluation import (
     TokenArrays,
     TokenBatches,
+    aligned_like_model,
     batch_mask,
     token_shapes,
     token_targets,
-    unshifted_labels,
 )
 from nbviz.probes.unit_tokens import LayerTopTokens, TopTokens
 
@@ -198,14 +198,18 @@ def run_evaluation(
     return result
 
 
-def _model_output(model: nn.Module, x: Any, device: torch.device, batch: Any) -> torch.Tensor:
+def _model_output(
+    model: nn.Module, x: Any, device: torch.device, batch: Any
+) -> tuple[torch.Tensor, Any]:
+    """The model's scores for the batch, and the loss it gave itself (None where none)."""
     out = call_model(model, x, device, batch)
     if isinstance(out, Mapping) and isinstance(out.get("logits"), torch.Tensor):
-        return out["logits"]  # a Hugging Face output: its loss, where given, comes first
+        # a Hugging Face output: its loss, given the labels, comes first
+        return out["logits"], out.get("loss")
     _, t = find_tensor(out)
     if t is None:
         raise ValueError(f"evaluate: the model returned {type(out).__name__} with no float tensor")
-    return t
+    return t, None
 
 
 class _Batches:
@@ -233,7 +237,7 @@ class _Batches:
         """Tell the top-token hooks which positions of the batch to come count."""
         targets = to_device(targets, device).long()
         counted = targets != self.tokens.ignore_index
-        mask = batch_mask(batch, device, tuple(targets.shape))
+        mask = batch_mask(batch, device)
         if mask is not None and tuple(mask.shape) == tuple(targets.shape):
             counted &= mask.to(torch.bool)
         x = token_inputs(x)
@@ -284,15 +288,14 @@ class _Batches:
             if not len(y):
                 return
             self._begin_top(x, y, batch, device)
-            logit = _model_output(model, x, device, batch)
+            logit, own_loss = _model_output(model, x, device, batch)
             if token_shapes(logit, y):
-                y = to_device(y, device)
-                mask = batch_mask(batch, device, tuple(y.shape))
-                if isinstance(x, Mapping) and unshifted_labels(
-                    token_inputs(x), y, self.tokens.ignore_index
-                ):
-                    logit, y = logit[:, :-1], y[:, 1:]
-                    mask = None if mask is None else mask[:, 1:]
+                mask = batch_mask(batch, device)
+                logit, y, shifted = aligned_like_model(
+                    logit, to_device(y, device), own_loss, self.tokens.ignore_index
+                )
+                if shifted and mask is not None:
+                    mask = mask[:, 1:]
                 self.tokens.add(logit, y, None, mask)
                 self.top.commit()
                 self._keep(number, logit.shape[0], x, i)
@@ -303,7 +306,7 @@ class _Batches:
             y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
             if not len(y_arr):
                 return  # an empty batch: nothing to evaluate
-            logit = _model_output(model, x, device, batch)
+            logit, _ = _model_output(model, x, device, batch)
         if dense_classes(logit, y):
             self._dense_batch(number, logit, to_device(y, device), x, i)
             return
@@ -349,12 +352,12 @@ class _Batches:
         target = to_device(x if y is None else y, device)
         if token_targets(target):
             self._begin_top(x, target, batch, device)
-        out = _model_output(model, x, device, batch)
+        out, _ = _model_output(model, x, device, batch)
         rows = out.shape[0] if out.ndim else 1
         per = loss_fn(out, target)
         if token_shapes(out, target):  # a language model: its loss position by position
             given = per if isinstance(per, torch.Tensor) and per.shape == target.shape else None
-            self.tokens.add(out, target, given, batch_mask(batch, device, tuple(target.shape)))
+            self.tokens.add(out, target, given, batch_mask(batch, device))
             self.top.commit()
             self._keep(number, rows, x, i)
             return
