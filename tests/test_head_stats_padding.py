@@ -1,5 +1,5 @@
-"""Per-head statistics of a padded batch are the real tokens' (``probe.set_mask``), on a
-Hugging Face BERT classifier built from a config."""
+"""Per-head statistics of a padded batch are the real tokens' (``probe.set_mask``, else the
+forward's ``attention_mask``), on a Hugging Face BERT classifier built from a config."""
 
 from __future__ import annotations
 
@@ -49,7 +49,9 @@ def rms_per_head(context: torch.Tensor) -> np.ndarray:
     return heads.square().mean(dim=(0, 2)).sqrt().numpy()
 
 
-def test_padded_queries_are_left_out_of_each_heads_statistics(tmp_path):
+@pytest.mark.parametrize("told", ["set_mask", "attention_mask"])
+def test_padded_queries_are_left_out_of_each_heads_statistics(told, tmp_path):
+    """The probe's mask, or without one the ``attention_mask`` the model is called with."""
     model = tiny_bert()
     contexts: list[torch.Tensor] = []
     attention = model.get_submodule(LAYER)
@@ -61,7 +63,8 @@ def test_padded_queries_are_left_out_of_each_heads_statistics(tmp_path):
     for step in range(3):
         ids, mask, labels = padded(step)
         masks.append(mask)
-        probe.set_mask(mask)
+        if told == "set_mask":
+            probe.set_mask(mask)
         loss = model(input_ids=ids, attention_mask=mask.long(), labels=labels).loss
         opt.zero_grad()
         loss.backward()
