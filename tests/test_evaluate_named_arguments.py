@@ -1,5 +1,6 @@
 """``run.evaluate`` hands a dict batch's other entries to the model where its ``forward``
-names them: a padding mask beside the input reaches the model as in training."""
+names them, and a tuple of inputs as its arguments: a padding mask beside the input
+reaches the model as in training."""
 
 from __future__ import annotations
 
@@ -36,5 +37,19 @@ def test_a_padding_mask_beside_the_input_reaches_the_model(tmp_path):
         assert not torch.allclose(masked, model(x))  # the mask matters to this batch
     with nbviz.Run(tmp_path / "run") as run:
         got = run.evaluate(0, model, [{"x": x, "pad": pad, "label": labels, "note": "ignored"}])
+    expected = nn.functional.cross_entropy(masked, labels)
+    assert got["val_loss"] == pytest.approx(float(expected), rel=1e-5)
+
+
+def test_a_tuple_of_inputs_is_the_models_arguments(tmp_path):
+    model = PaddedEncoder().eval()
+    x = torch.randint(1, 20, (4, 6))
+    pad = torch.arange(6) >= torch.tensor([6, 2, 3, 4])[:, None]
+    labels = torch.tensor([0, 1, 2, 0])
+    with torch.no_grad():
+        masked = model(x, pad)
+    with nbviz.Run(tmp_path / "run") as run:
+        got = run.evaluate(0, model, [((x, pad), labels)])
+        assert run.samples(split="val")["id"].tolist() == [0, 1, 2, 3]  # the token ids kept
     expected = nn.functional.cross_entropy(masked, labels)
     assert got["val_loss"] == pytest.approx(float(expected), rel=1e-5)

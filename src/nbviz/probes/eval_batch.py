@@ -151,7 +151,25 @@ def call_model(model: nn.Module, x: Any, device: torch.device, batch: Any = None
     if isinstance(x, Mapping):
         named = {**x, **named}
         return model(**{k: to_device(v, device) for k, v in named.items()})
-    return model(to_device(x, device), **{k: to_device(v, device) for k, v in named.items()})
+    keywords = {k: to_device(v, device) for k, v in named.items()}
+    if isinstance(x, tuple | list) and _takes_arguments(model, len(x)):
+        return model(*(to_device(v, device) for v in x), **keywords)
+    return model(to_device(x, device), **keywords)
+
+
+def _takes_arguments(model: nn.Module, n: int) -> bool:
+    """Whether ``model.forward`` takes ``n`` (two or more) positional arguments, so that
+    a tuple of ``n`` inputs is its arguments (as ``attention=`` takes one) rather than one
+    argument."""
+    if n < 2:
+        return False
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    return len(required) <= n <= len(positional)
 
 
 def _named_entries(model: nn.Module, batch: Any, x: Any) -> dict[str, Any]:
@@ -181,7 +199,10 @@ def _named_entries(model: nn.Module, batch: Any, x: Any) -> dict[str, Any]:
 
 def token_inputs(x: Any) -> Any:
     """The token ids among ``x`` (the inputs as :func:`split_batch` gives them): ``x``
-    itself, or a dict of keyword arguments' ``input_ids`` (else its first integer tensor)."""
+    itself, a tuple of arguments' first, or a dict of keyword arguments' ``input_ids``
+    (else its first integer tensor)."""
+    if isinstance(x, tuple | list) and x:
+        return x[0]
     if not isinstance(x, Mapping):
         return x
     for k in _TOKEN_KEYS:
