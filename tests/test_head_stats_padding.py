@@ -80,3 +80,39 @@ def test_padded_queries_are_left_out_of_each_heads_statistics(told, tmp_path):
         np.testing.assert_allclose(got[step], real, rtol=1e-5)
         assert not np.allclose(got[step], whole, rtol=1e-4)  # the padding would have counted
     run.close()
+
+
+def test_an_encoder_decoders_mask_is_not_taken_for_its_decoders_tokens(tmp_path):
+    """BART's ``attention_mask`` is its encoder's: its decoder's heads, over as many tokens,
+    are measured whole."""
+    torch.manual_seed(0)
+    config = transformers.BartConfig(
+        vocab_size=VOCAB,
+        d_model=HEADS * HEAD,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=HEADS,
+        decoder_attention_heads=HEADS,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=16,
+        dropout=0.0,
+        attention_dropout=0.0,
+        pad_token_id=0,
+        decoder_start_token_id=2,
+    )
+    model = transformers.BartForConditionalGeneration(config)
+    heads_in: list[torch.Tensor] = []
+    out_proj = model.get_submodule("model.decoder.layers.0.self_attn.out_proj")
+    handle = out_proj.register_forward_pre_hook(lambda m, a: heads_in.append(a[0].detach()))
+    run = nbviz.Run(tmp_path / "run")
+    run.watch(model, every=1)
+    ids, mask, _ = padded(0)
+    loss = model(input_ids=ids, attention_mask=mask.long(), labels=ids.flip(1)).loss
+    loss.backward()
+    run.log(0, train_loss=loss)
+    run.flush()
+    handle.remove()
+    _, got = run.unit_stats("model.decoder.layers.0.self_attn/heads", "head_rms")
+    np.testing.assert_allclose(got[0], rms_per_head(heads_in[0]), rtol=1e-5)
+    run.close()

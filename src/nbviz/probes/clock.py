@@ -159,9 +159,10 @@ class StepClock:
         self._checked = None
         if self._capture is not None and self._heads is not None:
             # ended by an always-called hook (nbviz.probes.hooks); padding left out: the
-            # probe's mask, else the forward's own attention_mask
+            # probe's mask, else the forward's own attention_mask (an encoder-decoder's is
+            # its encoder's: its decoder's tokens are others, maybe as many)
             mask = self._mask
-            if mask is None and kwargs:
+            if mask is None and kwargs and not _encoder_decoder(root):
                 mask = padding_mask(kwargs.get("attention_mask"))
             self._heads.begin(root, mask)
         if not self._summary_written:
@@ -258,3 +259,8 @@ def _autocast_query(device_type: str) -> Callable[[], bool]:
 
 #: Runs a callable once the backward pass in progress has finished.
 _queue_engine_callback = torch.autograd.Variable._execution_engine.queue_callback
+
+
+def _encoder_decoder(root: nn.Module) -> bool:
+    """Whether ``root`` says it is an encoder-decoder (a Hugging Face config's flag)."""
+    return bool(getattr(getattr(root, "config", None), "is_encoder_decoder", False))
