@@ -46,11 +46,11 @@ torch's always-called hooks do not run) leaves the mode entered: it sees no call
 made outside that forward, and the next forward of the model ends it.
 With ``probe.set_mask(mask)``, ``(batch, tokens)`` (else the ``attention_mask`` the
 forward was given by keyword, Hugging Face's, where it is ``(batch, tokens)`` of 0/1 or
-booleans and the model is no encoder-decoder, whose mask is its encoder's), a call whose batch and query positions are the mask's is measured over the
-real tokens' queries only (padded queries
-still attend to the real keys, so they would not make a head look dead, but they would
-weigh in its RMS and peak); a call of another shape (a decoder's cross-attention, a
-call on part of the batch) is measured whole.
+booleans and the model is no encoder-decoder, whose mask is its encoder's), a call
+whose batch and query positions are the mask's is measured over the real tokens'
+queries only (padded queries still attend to the real keys, so they would not make a
+head look dead, but they would weigh in its RMS and peak); a call of another shape (a
+decoder's cross-attention, a call on part of the batch) is measured whole.
 """
 
 from __future__ import annotations
