@@ -17,9 +17,16 @@ that one forward a :class:`~torch.overrides.TorchFunctionMode` sees every call o
   its heads' output read where the call concatenates them before its output
   projection (:func:`mha_with_heads`).
 
+* attention written out by hand (Hugging Face's ``eager`` attention, most
+  hand-written transformers): a softmax over the last dimension of a tensor of
+  four or more dimensions, ``(batch, heads, queries, keys)``, whose result (kept
+  through a dropout or a change of dtype) is then multiplied by the values: the
+  softmax's result is the map, the product the heads' output.
+
 Each call is named after the innermost module running it (``blocks.0.attn``,
 ``encoder.layers.1.self_attn``; a second call inside one module gets ``#1``).
-Models that compute ``softmax(q @ k.T)`` by hand are not seen. The same
+A softmax over flattened heads (``(batch * heads, queries, keys)``, 3-d) does not
+say where its heads are and is not seen. The same
 discovery (:class:`AttentionCalls`, :class:`ModuleStack`) gives the per-head
 output statistics of the training forward itself (:mod:`nbviz.probes.heads`).
 
@@ -34,6 +41,7 @@ from __future__ import annotations
 import inspect
 import math
 import types
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +78,25 @@ HEAD_STATS = ("entropy", "max_weight", "output_rms")
 _SDPA = F.scaled_dot_product_attention
 _MHA = F.multi_head_attention_forward
 _MHA_SIGNATURE = inspect.signature(_MHA)
+#: A softmax, as a model may spell it.
+_SOFTMAX = frozenset((F.softmax, torch.softmax, torch.Tensor.softmax))
+#: Calls that pass attention weights on as they are (a dropout, a change of dtype).
+_CARRY = frozenset(
+    (
+        F.dropout,
+        torch.Tensor.to,
+        torch.Tensor.type,
+        torch.Tensor.type_as,
+        torch.Tensor.float,
+        torch.Tensor.half,
+        torch.Tensor.bfloat16,
+        torch.Tensor.contiguous,
+    )
+)
+#: A product of attention weights by values.
+_MATMUL = frozenset((torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__))
+#: Every call :class:`AttentionCalls` looks at; the rest run untouched.
+SEEN_CALLS = frozenset((_SDPA, _MHA, *_SOFTMAX, *_CARRY, *_MATMUL))
 
 
 def sdpa_weights(
@@ -199,6 +226,9 @@ class AttentionCalls(TorchFunctionMode):
         super().__init__()
         self._where = where
         self._seen: dict[str, int] = {}
+        # attention weights of hand-written attention, by id: (the tensor's weak
+        # reference, the softmax's result it carries)
+        self._weights: dict[int, tuple[weakref.ref, torch.Tensor]] = {}
 
     def _name(self) -> str:
         base = self._where()
@@ -217,10 +247,45 @@ class AttentionCalls(TorchFunctionMode):
             return result
         if func is _MHA:
             return self.on_mha(self._name(), args, kwargs)
-        return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        if func in _SOFTMAX:
+            self._softmax(args, kwargs, result)
+        elif func in _CARRY:
+            carried = self._carried(args[0] if args else None)
+            if carried is not None and isinstance(result, torch.Tensor):
+                self._keep(result, carried)
+        elif func in _MATMUL and len(args) == 2:
+            weights = self._carried(args[0])
+            if weights is not None and isinstance(result, torch.Tensor) and result.dim() >= 4:
+                self.on_weighted(self._name(), weights, result)
+        return result
+
+    def _softmax(self, args: Any, kwargs: dict[str, Any], result: Any) -> None:
+        """Keep a softmax's result over the keys of ``(batch, heads, queries, keys)`` scores."""
+        x = args[0] if args else kwargs.get("input")
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        if not isinstance(x, torch.Tensor) or not isinstance(result, torch.Tensor):
+            return
+        if x.dim() >= 4 and isinstance(dim, int) and dim in (-1, x.dim() - 1):
+            self._keep(result, result)
+
+    def _keep(self, t: torch.Tensor, weights: torch.Tensor) -> None:
+        self._weights[id(t)] = (weakref.ref(t), weights)
+
+    def _carried(self, t: Any) -> torch.Tensor | None:
+        """The softmax's result that ``t`` carries (``t`` itself, or before a dropout), or None."""
+        got = self._weights.get(id(t))
+        if got is None or got[0]() is not t:
+            return None
+        return got[1]
 
     def on_sdpa(self, name: str, given: dict[str, Any], result: Any) -> None:
         """An attention call named ``name`` with arguments ``given`` returned ``result``."""
+
+    def on_weighted(self, name: str, weights: torch.Tensor, result: torch.Tensor) -> None:
+        """Hand-written attention named ``name``: ``weights`` (the softmax's result,
+        ``(..., heads, queries, keys)``) times the values gave ``result``
+        (``(..., heads, queries, head_dim)``)."""
 
     def on_mha(self, name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
         """Run ``F.multi_head_attention_forward(*args, **kwargs)``, named ``name``."""
@@ -308,6 +373,10 @@ class _AttentionMode(AttentionCalls):
             seen = _mha_seen(bound.arguments, w)
             self._out.append(AttentionCall(name, w, output, "mha", seen))
         return result
+
+    def on_weighted(self, name: str, weights: torch.Tensor, result: torch.Tensor) -> None:
+        w = _as_samples(weights.detach().float())
+        self._out.append(AttentionCall(name, w, _as_samples(result.detach()), "softmax"))
 
     def on_sdpa(self, name: str, given: dict[str, Any], result: Any) -> None:
         q, k = given["query"], given["key"]

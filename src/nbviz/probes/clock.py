@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from nbviz.probes import stats as st
+from nbviz.probes.heads import padding_mask
 from nbviz.probes.outputs import find_tensor
 
 
@@ -139,7 +140,7 @@ class StepClock:
     def _on_optimizer_step(self, *_: Any) -> None:
         self._optimizer_stepped = True
 
-    def _on_root_pre(self, root: nn.Module, args: Any) -> None:
+    def _on_root_pre(self, root: nn.Module, args: Any, kwargs: Any = None) -> None:
         # the hooks below run on every step, between the model's own ops: kept short
         if self._heads is not None and self._heads.on:
             self._heads.end()  # left on by a forward cut short (KeyboardInterrupt)
@@ -157,7 +158,13 @@ class StepClock:
         self._active = True
         self._checked = None
         if self._capture is not None and self._heads is not None:
-            self._heads.begin(root)  # ended by an always-called hook (nbviz.probes.hooks)
+            # ended by an always-called hook (nbviz.probes.hooks); padding left out: the
+            # probe's mask, else the forward's own attention_mask (an encoder-decoder's is
+            # its encoder's: its decoder's tokens are others, maybe as many)
+            mask = self._mask
+            if mask is None and kwargs and not _encoder_decoder(root):
+                mask = padding_mask(kwargs.get("attention_mask"))
+            self._heads.begin(root, mask)
         if not self._summary_written:
             self._root_calls += 1
         if not self._autocast:
@@ -252,3 +259,8 @@ def _autocast_query(device_type: str) -> Callable[[], bool]:
 
 #: Runs a callable once the backward pass in progress has finished.
 _queue_engine_callback = torch.autograd.Variable._execution_engine.queue_callback
+
+
+def _encoder_decoder(root: nn.Module) -> bool:
+    """Whether ``root`` says it is an encoder-decoder (a Hugging Face config's flag)."""
+    return bool(getattr(getattr(root, "config", None), "is_encoder_decoder", False))

@@ -18,7 +18,7 @@ together (:mod:`nbviz.probes.unit_tokens` says which layers are kept).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,17 +29,20 @@ from torch import nn
 from nbviz import records as rec
 from nbviz.probes.eval_batch import (
     NOT_A_CLASSIFIER,
+    call_model,
     default_embed_layer,
     resolve_layer,
     split_batch,
     split_for_loss,
     to_device,
+    token_inputs,
 )
 from nbviz.probes.outputs import find_tensor
 from nbviz.probes.select import named_modules, stack_blocks, unit_dim
 from nbviz.probes.token_evaluation import (
     TokenArrays,
     TokenBatches,
+    aligned_like_model,
     batch_mask,
     token_shapes,
     token_targets,
@@ -195,12 +198,18 @@ def run_evaluation(
     return result
 
 
-def _model_output(model: nn.Module, x: Any, device: torch.device) -> torch.Tensor:
-    out = model(to_device(x, device))
+def _model_output(
+    model: nn.Module, x: Any, device: torch.device, batch: Any
+) -> tuple[torch.Tensor, Any]:
+    """The model's scores for the batch, and the loss it gave itself (None where none)."""
+    out = call_model(model, x, device, batch)
+    if isinstance(out, Mapping) and isinstance(out.get("logits"), torch.Tensor):
+        # a Hugging Face output: its loss, given the labels, comes first
+        return out["logits"], out.get("loss")
     _, t = find_tensor(out)
     if t is None:
         raise ValueError(f"evaluate: the model returned {type(out).__name__} with no float tensor")
-    return t
+    return t, None
 
 
 class _Batches:
@@ -231,6 +240,7 @@ class _Batches:
         mask = batch_mask(batch, device)
         if mask is not None and tuple(mask.shape) == tuple(targets.shape):
             counted &= mask.to(torch.bool)
+        x = token_inputs(x)
         inputs = torch.from_numpy(x) if isinstance(x, np.ndarray) else x
         self.top.begin(counted, inputs, self.rows)
 
@@ -263,6 +273,7 @@ class _Batches:
                     f"evaluate: batch {number} has {len(i_arr)} ids for {rows} samples"
                 )
             self.ids.append(i_arr)
+        x = token_inputs(x)
         if isinstance(x, torch.Tensor | np.ndarray) and self.n_inputs < self.max_samples:
             arr = rec.to_numpy(x, "evaluate: inputs")[: self.max_samples - self.n_inputs]
             self.inputs.append(arr)
@@ -277,9 +288,15 @@ class _Batches:
             if not len(y):
                 return
             self._begin_top(x, y, batch, device)
-            logit = _model_output(model, x, device)
+            logit, own_loss = _model_output(model, x, device, batch)
             if token_shapes(logit, y):
-                self.tokens.add(logit, to_device(y, device), None, batch_mask(batch, device))
+                mask = batch_mask(batch, device)
+                logit, y, shifted = aligned_like_model(
+                    logit, to_device(y, device), own_loss, self.tokens.ignore_index
+                )
+                if shifted and mask is not None:
+                    mask = mask[:, 1:]
+                self.tokens.add(logit, y, None, mask)
                 self.top.commit()
                 self._keep(number, logit.shape[0], x, i)
                 return
@@ -289,7 +306,7 @@ class _Batches:
             y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
             if not len(y_arr):
                 return  # an empty batch: nothing to evaluate
-            logit = _model_output(model, x, device)
+            logit, _ = _model_output(model, x, device, batch)
         if dense_classes(logit, y):
             self._dense_batch(number, logit, to_device(y, device), x, i)
             return
@@ -335,7 +352,7 @@ class _Batches:
         target = to_device(x if y is None else y, device)
         if token_targets(target):
             self._begin_top(x, target, batch, device)
-        out = _model_output(model, x, device)
+        out, _ = _model_output(model, x, device, batch)
         rows = out.shape[0] if out.ndim else 1
         per = loss_fn(out, target)
         if token_shapes(out, target):  # a language model: its loss position by position

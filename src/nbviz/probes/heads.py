@@ -9,7 +9,10 @@ capture step (the activations' period, ``every``), nothing at the other steps:
 * ``F.multi_head_attention_forward`` (``nn.MultiheadAttention``, the
   ``self_attn`` of ``nn.TransformerEncoderLayer``/``DecoderLayer``): the tensor
   it concatenates the heads into before its output projection, ``num_heads`` by
-  ``head_dim``.
+  ``head_dim``;
+* attention written out by hand (Hugging Face's ``eager``): the product of a
+  softmax over ``(batch, heads, queries, keys)`` scores by the values,
+  ``(batch, heads, tokens, head_dim)`` (kind ``softmax``).
 
 The calls are found as the attention maps find them (:mod:`nbviz.probes.attention`:
 a :class:`~torch.overrides.TorchFunctionMode` on while the captured forward
@@ -41,8 +44,13 @@ while a submodule is compiled on its own, nor across several ranks. A forward
 cut short by a ``BaseException`` other than ``Exception`` (``KeyboardInterrupt``:
 torch's always-called hooks do not run) leaves the mode entered: it sees no call
 made outside that forward, and the next forward of the model ends it.
-``probe.set_mask`` does not reach them: padded query positions are measured too
-(they attend to the real keys, so they do not make a head look dead).
+With ``probe.set_mask(mask)``, ``(batch, tokens)`` (else the ``attention_mask`` the
+forward was given by keyword, Hugging Face's, where it is ``(batch, tokens)`` of 0/1 or
+booleans and the model is no encoder-decoder, whose mask is its encoder's), a call
+whose batch and query positions are the mask's is measured over the real tokens'
+queries only (padded queries still attend to the real keys, so they would not make a
+head look dead, but they would weigh in its RMS and peak); a call of another shape (a
+decoder's cross-attention, a call on part of the batch) is measured whole.
 """
 
 from __future__ import annotations
@@ -57,7 +65,14 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from nbviz.probes.attention import _MHA, _SDPA, AttentionCalls, ModuleStack, mha_with_heads
+from nbviz.probes.attention import (
+    _MHA,
+    _SDPA,
+    SEEN_CALLS,
+    AttentionCalls,
+    ModuleStack,
+    mha_with_heads,
+)
 
 __all__ = [
     "NEAR_ZERO",
@@ -68,6 +83,7 @@ __all__ = [
     "head_layer",
     "head_reductions",
     "head_stats",
+    "padding_mask",
 ]
 
 #: A head's value counts as ~0 below this fraction of the call's output RMS (or at 0).
@@ -172,17 +188,27 @@ class _HeadsMode(AttentionCalls):
         if func is _SDPA or func is _MHA:
             if not self._live():
                 return func(*args, **(kwargs or {}))
-            self.saw_attention = True
+            return super().__torch_function__(func, types, args, kwargs)
+        if func in SEEN_CALLS:  # hand-written attention: told live where it is found
             return super().__torch_function__(func, types, args, kwargs)
         return func(*args, **(kwargs or {}))
+
+    def on_weighted(self, name: str, weights: torch.Tensor, result: torch.Tensor) -> None:
+        if not self._live():
+            return
+        self.saw_attention = True
+        if result.numel():
+            self._stats.add(name, "softmax", result, -3)
 
     def on_sdpa(self, name: str, given: dict[str, Any], result: Any) -> None:
         # (..., heads, tokens, head_dim); a 3-d call's first dimension may be batch or
         # batch x heads: it does not say, so it is left out
+        self.saw_attention = True
         if isinstance(result, torch.Tensor) and result.dim() >= 4 and result.numel():
             self._stats.add(name, "sdpa", result, -3)
 
     def on_mha(self, name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        self.saw_attention = True
         if not self._stats.wants(name):
             return super().on_mha(name, args, kwargs)
         result, heads = mha_with_heads(args, kwargs)
@@ -218,6 +244,7 @@ class HeadStats:
         self._modules: tuple[int, ...] | None = None  # the module set last checked
         self._off = False  # no attention seen (or a compiled child) in that module set
         self._skipped = 0  # captured forwards skipped since
+        self._mask: torch.Tensor | None = None  # (batch, tokens) of this forward, or None
 
     @property
     def on(self) -> bool:
@@ -262,14 +289,17 @@ class HeadStats:
             self._skipped = 0
         return True
 
-    def begin(self, root: nn.Module) -> None:
+    def begin(self, root: nn.Module, mask: torch.Tensor | None = None) -> None:
         """Name the modules and see the attention calls until :meth:`end`.
 
-        A mode left entered by a forward cut short (``KeyboardInterrupt``: torch
-        runs always-called hooks on ``Exception`` only) is ended first.
+        ``mask``: ``(batch, tokens)``, True on the real tokens (the probe's
+        ``set_mask``): the query positions a call measures where its shape is the
+        mask's. A mode left entered by a forward cut short (``KeyboardInterrupt``:
+        torch runs always-called hooks on ``Exception`` only) is ended first.
         """
         if self._mode is not None:
             self.end()
+        self._mask = mask
         if not self._worth(root):
             return
         stack = ModuleStack()
@@ -298,7 +328,10 @@ class HeadStats:
         if not self.wants(module):
             return
         heads, size = int(x.shape[head_dim]), int(x.shape[-1])
-        sums = head_reductions(x, head_dim)
+        x = self._real_queries(x, head_dim)
+        if x is None:
+            return
+        sums = head_reductions(x, 1)
         layer = self._layers.get(module)
         if layer is None:
             self._layers[module] = _Layer(module, kind, heads, size, sums, x.numel() // heads)
@@ -316,6 +349,21 @@ class HeadStats:
             ]
         )
         layer.count += x.numel() // heads
+
+    def _real_queries(self, x: torch.Tensor, head_dim: int) -> torch.Tensor | None:
+        """``x`` (``(batch, heads, tokens, head_dim)``, or ``(..., heads, ...)`` along
+        ``head_dim``) with the heads along dimension 1: the real tokens' queries only,
+        ``(kept, heads, head_dim)``, where the mask's shape is the call's batch and
+        tokens (None when it keeps none), else ``x`` whole."""
+        mask = self._mask
+        if head_dim < 0:
+            head_dim += x.dim()
+        if mask is None or x.dim() != 4 or head_dim != 1:
+            return x.movedim(head_dim, 1) if head_dim != 1 else x
+        if (x.shape[0], x.shape[2]) != tuple(mask.shape):
+            return x
+        kept = x.transpose(1, 2)[mask.to(x.device)]  # (kept, heads, head_dim)
+        return kept if kept.numel() else None
 
     def take(self) -> torch.Tensor | None:
         """The step's totals as one flat device tensor (None when no call was seen)."""
@@ -378,6 +426,19 @@ def _leave(mode: TorchFunctionMode) -> None:
     finally:
         for other in reversed(above):
             torch._C._push_on_torch_function_stack(other)
+
+
+def padding_mask(value: Any) -> torch.Tensor | None:
+    """A forward's ``attention_mask`` as the real tokens' mask: ``(batch, tokens)`` of
+    booleans or 0/1 integers (Hugging Face's), True where a token is real; None for
+    anything else (an additive float mask, a 4-d one)."""
+    if not isinstance(value, torch.Tensor) or value.dim() != 2:
+        return None
+    if value.dtype == torch.bool:
+        return value
+    if value.is_floating_point() or value.is_complex():
+        return None
+    return value != 0
 
 
 def head_stats(

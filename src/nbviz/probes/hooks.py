@@ -99,7 +99,8 @@ class ModuleHooks:
 
     def _attach(self, root: nn.Module, optimizer: torch.optim.Optimizer | None) -> None:
         """Hooks on the root (the step clock's), each watched module and the optimizer."""
-        self._handles.append(root.register_forward_pre_hook(_Hook(self._on_root_pre)))
+        pre = _Hook(self._on_root_pre)  # with the keyword arguments: a padding mask among them
+        self._handles.append(root.register_forward_pre_hook(pre, with_kwargs=True))
         self._handles.append(root.register_forward_hook(_Hook(self._on_root_post)))
         for name, module in self.modules:
             slot = self._act_slots[name]

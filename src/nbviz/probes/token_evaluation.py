@@ -6,7 +6,15 @@ position's cross-entropy (``F.cross_entropy(logits.transpose(1, 2), targets,
 reduction="none")``, or ``loss_fn``'s where it gives one loss per position) and the
 model's top-k tokens there with their probabilities; each sample's loss is the mean over
 its positions that count (not padding: a target equal to ``ignore_index``, or a dict
-batch's ``loss_mask``/``mask`` False there). Only the per-sample losses of every batch and
+batch's ``loss_mask``/``mask`` False there).
+
+A model that scores its labels itself (a Hugging Face model, given ``labels`` in a dict
+batch, returns its ``loss``) says how its positions line up with them: where the loss
+it gives is the cross-entropy of its scores against the labels shifted by one and not
+against them as given (a causal language model's labels, which the model shifts),
+position ``t``'s scores are read against the label at ``t + 1``, the last position
+having none (:func:`aligned_like_model`). Read unshifted, each position would be scored
+on the token it was given, not the next one. Only the per-sample losses of every batch and
 the per-token arrays of the first samples (up to
 :data:`nbviz.recording.tokens.MAX_TOKEN_VALUES` values) are copied to the host.
 """
@@ -21,7 +29,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-__all__ = ["TokenArrays", "TokenBatches", "batch_mask", "token_shapes", "token_targets"]
+__all__ = [
+    "TokenArrays",
+    "TokenBatches",
+    "batch_mask",
+    "token_shapes",
+    "aligned_like_model",
+    "token_targets",
+]
 
 _MASK_KEYS = ("loss_mask", "mask")
 _INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
@@ -64,6 +79,37 @@ def batch_mask(batch: Any, device: torch.device) -> torch.Tensor | None:
     if m is None:
         return None
     return (m if isinstance(m, torch.Tensor) else torch.as_tensor(np.asarray(m))).to(device)
+
+
+def aligned_like_model(
+    logits: torch.Tensor, targets: torch.Tensor, own_loss: Any, ignore_index: int
+) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """``(logits, targets, shifted)`` lined up as the model's own loss lines them up.
+
+    ``own_loss``: the loss the model gave for ``targets`` (None where it gave none). Shifted
+    (``logits[:, :-1]`` against ``targets[:, 1:]``) where that loss is the mean
+    cross-entropy of the shifted pairs and not of the pairs as given; else as given.
+    """
+    if not isinstance(own_loss, torch.Tensor) or own_loss.numel() != 1 or targets.shape[1] < 2:
+        return logits, targets, False
+    own = float(own_loss.detach().float())
+
+    def mean_ce(scores: torch.Tensor, labels: torch.Tensor) -> float:
+        return float(
+            F.cross_entropy(
+                scores.float().transpose(1, 2), labels.long(), ignore_index=ignore_index
+            )
+        )
+
+    def close(value: float) -> bool:
+        return abs(value - own) <= 1e-4 * max(1.0, abs(own))
+
+    if close(mean_ce(logits, targets)):
+        return logits, targets, False
+    shifted = logits[:, :-1], targets[:, 1:]
+    if close(mean_ce(*shifted)):
+        return shifted[0], shifted[1], True
+    return logits, targets, False
 
 
 class TokenBatches:

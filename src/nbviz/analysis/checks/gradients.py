@@ -1,6 +1,6 @@
 """``vanishing_gradients`` and ``exploding_gradients``: gradient size by depth and over time.
 
-Close to 500 lines because the two checks read the same gradient matrices and the
+About 500 lines because the two checks read the same gradient matrices and the
 same backpropagated profile, and a layer's candidates of both kinds are ranked
 together; the per-layer signals by depth are already apart (:mod:`.depth`).
 
@@ -17,6 +17,13 @@ well-converged run are small everywhere, and this does not trip on that.
   layers above it. A healthy CNN or MLP keeps its layers within ~10x of each
   other; a 16-layer sigmoid MLP, whose gradient shrinks by the sigmoid's slope
   (at most 1/4) at every layer, falls below 1e-6.
+  A layer that low while a layer before it (nearer the input) gets
+  :data:`UPSTREAM_LEARNS` (1/100) or more of its later layers' is not counted: the
+  gradient reached the input side, and that layer's is small on its own. The query and
+  key projections of attention whose logits are small (a transformer at
+  initialisation, BERT or BART with their 0.02 weights: 1e-7 to 5e-5 of the later
+  layers' while their embeddings get 0.1-1.6) are such layers: the softmax passes
+  them little gradient until its logits grow.
 - Exploding (by depth): a layer whose ratio is over :data:`EXPLODE_DEPTH_RATIO`
   (1000) times the largest of the layers after it: the gradient grows on its
   way back to the input.
@@ -71,6 +78,9 @@ from nbviz.analysis.checks.model import ModelLayout, layout, param_stats
 from nbviz.analysis.checks.robust import nanmedian, onset
 
 VANISH_RATIO = 1e-3
+#: A layer nearer the input at this fraction of its later layers' gradient or more learns:
+#: the gradient reached it, so a small one after it has not vanished on the way back.
+UPSTREAM_LEARNS = 1e-2
 EXPLODE_DEPTH_RATIO = 1e3
 EXPLODE_GROWTH = 100.0
 #: Output-gradient norm of the first main layer over the last one's, beyond which
@@ -152,6 +162,17 @@ def _after_max(rel: np.ndarray, groups: Sequence[str]) -> np.ndarray:
     return out
 
 
+def _learns_upstream(median: np.ndarray, groups: Sequence[str], i: int) -> bool:
+    """Whether a layer before layer ``i`` (nearer the input, same model) gets
+    :data:`UPSTREAM_LEARNS` or more of the gradient of the layers after it: then ``i``'s
+    small gradient is its own (a query or key projection while the attention logits are
+    small: the softmax passes them little), not a gradient vanishing on its way back."""
+    return any(
+        groups[j] == groups[i] and np.isfinite(median[j]) and median[j] >= UPSTREAM_LEARNS
+        for j in range(i)
+    )
+
+
 def check_vanishing(run: Any) -> list[Finding]:
     """Layers whose gradient (relative to their weights) is a tiny fraction of later layers'."""
     lay = layout(run)
@@ -167,7 +188,14 @@ def check_vanishing(run: Any) -> list[Finding]:
     steps = rel.index.to_numpy(dtype=np.int64)
     window = min(WINDOW, len(steps))
     median = nanmedian(ratio[-window:], axis=0)
-    bad = [i for i in range(len(params)) if np.isfinite(median[i]) and median[i] < VANISH_RATIO]
+    groups = [lay.model_of(p) for p in params]
+    bad = [
+        i
+        for i in range(len(params))
+        if np.isfinite(median[i])
+        and median[i] < VANISH_RATIO
+        and not _learns_upstream(median, groups, i)
+    ]
     if not bad:
         return [_vanishing_backprop(lay, b) for b in backprop if b.total <= VANISH_BACKPROP]
     worst = min(bad, key=lambda i: median[i])
