@@ -5,8 +5,9 @@ and follow it with the poller of :mod:`nbviz.widgets.poller` (both re-exported
 here). :class:`LiveView` is the base of the training views, with what they all
 do: build under a lock while following (``_building``), declare the linked
 ``step`` (:func:`linked_step`), react to the browser once built
-(:func:`reacts_to`), keep following the newest step (:func:`followed_step`)
-and compose their style (:func:`view_css`).
+(:func:`reacts_to`; a run closed meanwhile is said in ``error``), keep
+following the newest step (:func:`followed_step`) and compose their style
+(:func:`view_css`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import traitlets
 
+from nbviz.store import RunClosedError
 from nbviz.widgets.base import NbvizWidget
 from nbviz.widgets.checks import check_run, id_trait
 from nbviz.widgets.poller import (
@@ -150,7 +152,10 @@ def reacts_to(*names: str, hold: bool = True) -> Callable[[Reaction], Any]:
             if not self._ready:
                 return
             with self._lock, self.hold_sync() if hold else contextlib.nullcontext():
-                method(self, change)
+                try:
+                    method(self, change)
+                except RunClosedError as exc:  # a click on a view of a closed run: said
+                    self.error = f"{type(self).__name__}: {exc}"
 
         react.__name__ = method.__name__
         react.__qualname__ = method.__qualname__
