@@ -454,6 +454,7 @@ SampleGallery._css = view_css(
 .nbviz pre.nbviz-gallery-text { word-break: normal; overflow-wrap: break-word; }
 .nbviz-gallery-values { font-family: var(--jp-code-font-family, monospace); font-size: 0.85em;
   overflow-wrap: anywhere; }
+.nbviz-sample-damaged { color: #b71c1c; font-size: 0.85em; overflow-wrap: anywhere; }
 .nbviz-gallery-line { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .nbviz-gallery-pred-wrong { color: #c62828; font-weight: 600; }
 .nbviz-gallery-num { font-variant-numeric: tabular-nums; color: var(--jp-ui-font-color2, #616161); }
