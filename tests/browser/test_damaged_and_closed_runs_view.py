@@ -1,0 +1,61 @@
+"""A person's view of a run that is damaged or was closed under it, in a real JupyterLab:
+a sample whose stored bytes do not decode says so on its card (the others are shown),
+and a click on a view whose run was closed is answered in words, not silence or a crash."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from notebook_page import ARTIFACTS
+from playwright.sync_api import expect
+from test_hostile_run_values import small_run
+
+STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+
+
+def test_damaged_samples_and_a_closed_run_are_said_in_words(nb, tmp_path: Path) -> None:
+    damaged = small_run(tmp_path / "damaged")
+    conn = sqlite3.connect(damaged / "run.sqlite")
+    conn.execute("UPDATE samples SET payload = X'3C696D67' WHERE id = 1")  # "<img", 4 bytes
+    conn.commit()
+    conn.close()
+    closing = small_run(tmp_path / "closing")
+    nb.run(
+        "damaged.ipynb",
+        [
+            "import nbviz\n"
+            f"bad = nbviz.open_run({str(damaged)!r})\n"
+            "g = nbviz.SampleGallery(bad, ids=[0, 1, 2]); g",
+            f"run = nbviz.open_run({str(closing)!r})\ncm = nbviz.ConfusionMatrix(run, step=3); cm",
+            "run.close()",
+        ],
+        ready=".nbviz-confusion canvas.nbviz-cm-canvas",
+    )
+    page = nb.page
+    page.set_viewport_size({"width": 1280, "height": 1600})
+
+    gallery = page.locator(".nbviz-gallery").first
+    expect(gallery.locator(".nbviz-gallery-card")).to_have_count(3)
+    card = gallery.locator(".nbviz-gallery-card:has(.nbviz-sample-damaged)")
+    expect(card).to_have_count(1)
+    expect(card.locator(".nbviz-sample-damaged")).to_have_text(
+        "stored sample does not decode: from_blob: 4 bytes do not hold an array of shape [8] "
+        "and dtype <f4 (32 bytes)"
+    )
+    expect(gallery.locator(".nbviz-gallery-values")).to_have_count(2)  # the others: values
+    gallery.screenshot(path=str(ARTIFACTS / "damaged-sample-card.png"))
+
+    # the run was closed in the cell above; a click on the matrix is answered in words
+    cm = page.locator(".nbviz-confusion").first
+    canvas = cm.locator("canvas.nbviz-cm-canvas")
+    box = canvas.bounding_box()
+    assert box is not None
+    canvas.click(position={"x": box["width"] / 6, "y": box["height"] / 6})
+    # (the cell's samples are what the click asks for: their gallery says it)
+    expect(cm.locator(".nbviz-gallery .nbviz-message-error")).to_have_text(
+        f"SampleGallery: the run at {closing} is closed (run.close(), or the end of its "
+        f"`with` block): read it again with nbviz.open_run('{closing}')"
+    )
+    expect(page.locator(STDERR)).to_have_count(0)  # no traceback from the poller or a thread
+    cm.screenshot(path=str(ARTIFACTS / "closed-run-click.png"))
