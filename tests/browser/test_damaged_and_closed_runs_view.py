@@ -59,3 +59,50 @@ def test_damaged_samples_and_a_closed_run_are_said_in_words(nb, tmp_path: Path) 
     )
     expect(page.locator(STDERR)).to_have_count(0)  # no traceback from the poller or a thread
     cm.screenshot(path=str(ARTIFACTS / "closed-run-click.png"))
+
+
+def test_a_diverged_run_with_a_huge_config_value_reads_in_the_runs_table(
+    nb, tmp_path: Path
+) -> None:
+    import math
+
+    import nbviz
+
+    hostile = '<img src=x onerror="window.pwned=1">'
+    with nbviz.Run(tmp_path / "diverged", config={"note": "x" * 100_000, hostile: hostile}) as run:
+        for s in range(20):
+            run.log(s, train_loss=1.0 / (s + 1) if s < 8 else math.inf if s < 12 else math.nan)
+    with nbviz.Run(tmp_path / "fine", config={"note": "short", hostile: "b"}) as run:
+        for s in range(20):
+            run.log(s, train_loss=1.0 / (s + 1))
+    view = nb.run(
+        "runs.ipynb",
+        [
+            "import nbviz\n"
+            f"runs = [nbviz.open_run({str(tmp_path / 'diverged')!r}), "
+            f"nbviz.open_run({str(tmp_path / 'fine')!r})]\n"
+            "rt = nbviz.RunsTable(runs); rt",
+        ],
+        ready=".nbviz-runs-table:has(.nbviz-rt-table tbody tr)",
+    ).first
+    page = nb.page
+    rows = view.locator(".nbviz-rt-table tbody tr")
+    expect(rows).to_have_count(2)
+    diverged = rows.filter(has_text="diverged")
+    # the final loss of the run that diverged is said to end NaN, counted
+    expect(diverged.locator("td.nbviz-rt-bad").first).to_have_text(
+        "ends NaN @19 (12 NaN/Inf; last finite 0.125 @7)"
+    )
+    # the 100,000-character value is cut: the run's name stays on screen beside it
+    name = diverged.locator("td").first
+    expect(name).to_have_text("diverged")
+    scroll = view.locator(".nbviz-rt-scroll").bounding_box()
+    box = name.bounding_box()
+    assert scroll is not None and box is not None
+    assert box["x"] >= scroll["x"] - 1 and box["x"] + box["width"] <= scroll["x"] + scroll["width"]
+    assert view.locator("td.nbviz-rt-config").first.evaluate("e => e.offsetWidth") < 400
+    # sorting by a column keeps the text as text
+    view.locator("th", has_text="final train_loss").click()
+    expect(view.locator(".nbviz-rt-table th.nbviz-rt-config").first).to_have_text(hostile)
+    assert page.evaluate("() => window.pwned || 0") == 0
+    view.screenshot(path=str(ARTIFACTS / "runs-table-diverged.png"))
