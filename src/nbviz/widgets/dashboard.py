@@ -217,6 +217,7 @@ class Dashboard(NbvizWidget):
             setattr(self, attr, view)
             self.views[attr] = view
             if "step" in view.trait_names():
+                view.follow_newest = False  # the scrubber follows the run; the view follows it
                 view.step = self.scrubber.step
                 self.links.append(W.jslink((self.scrubber, "step"), (view, "step")))
             added = True

@@ -139,11 +139,8 @@ class LayerBrowser(LiveView):
         self._histograms = HistogramsAtStep(run)
         self._dead_window: tuple[int, int] | None = None
         with self._building([run], live):
-            index = self._indexes[0]
-            ends = [
-                int(index.steps(s)[-1]) for s in ("activation", "gradient") if len(index.steps(s))
-            ]
-            self.step = max(ends, default=0)
+            self._newest = self._newest_capture()
+            self.step = self._newest[-1] if self._newest else 0
             self._rebuild()
             self._ready = True
             if selected_layer:
@@ -179,9 +176,18 @@ class LayerBrowser(LiveView):
 
     # -- the table ------------------------------------------------------------------------
 
+    def _newest_capture(self) -> list[int]:
+        """The newest step with activations or gradients (empty before the first)."""
+        index = self._indexes[0]
+        ends = [int(index.steps(s)[-1]) for s in ("activation", "gradient") if len(index.steps(s))]
+        return [max(ends)] if ends else []
+
     def _rebuild(self) -> None:
         run = self._run
         index = self._indexes[0]
+        newest, before = self._newest_capture(), self._newest
+        self._newest = newest
+        self.step = self._followed(self.step, before, newest)  # on its own: the newest
         self._units.clear()
         probe = run.meta("probe") or {}
         params = [p["name"] for p in probe.get("params", [])]

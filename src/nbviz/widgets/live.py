@@ -90,6 +90,18 @@ class LiveView(NbvizWidget):
 
     _ready = False
 
+    #: While True, a view at the newest step of what it shows moves on to the newest as
+    #: the run grows (a view on its own, watching a training loop). A Dashboard turns it
+    #: off for the views its scrubber drives: the scrubber follows, and they follow it.
+    follow_newest = True
+
+    def _followed(self, step: int, before: Sequence[int], after: Sequence[int]) -> int:
+        """The step to show once what the view shows grew from ``before`` to ``after``
+        (sorted steps; see :func:`followed_step`), ``step`` when it does not follow."""
+        if not (self._ready and self.follow_newest):
+            return step
+        return followed_step(step, before, after)
+
     empty = traitlets.Unicode(
         "", help="Readable message shown instead of the view when there is nothing to show yet."
     ).tag(sync=True)
