@@ -1,5 +1,6 @@
-"""RunsTable on a run that diverged: the final value of a series that ended NaN/Inf is
-said as such (with the step and the count), not only its last finite value."""
+"""A run that diverged, summed up: in the RunsTable the final value of a series that ended
+NaN/Inf is said as such (with the step and the count), not only its last finite value; in
+``nbviz info`` each series counts its NaN/Inf and says from which step."""
 
 from __future__ import annotations
 
@@ -43,3 +44,20 @@ def test_a_series_that_ended_inf_names_its_sign(tmp_path: Path) -> None:
         table = nbviz.RunsTable([run])
         assert table.rows[0]["ends"] == {"final:train_loss": {"value": "-Inf", "step": 1}}
         table.close()
+
+
+def test_the_text_summary_counts_a_series_nan_and_inf_from_the_step_they_began(
+    tmp_path: Path,
+) -> None:
+    from nbviz.summary_text import run_summary
+
+    with nbviz.open_run(diverged(tmp_path / "run")) as run:
+        text = run_summary(run, findings=False)
+    line = next(t for t in text.splitlines() if t.lstrip().startswith("train_loss"))
+    # min and max over the finite values (never "max inf"), then the count and where from
+    assert (
+        line.split()
+        == (
+            "train_loss 20 steps last nan min 0.125 max 1 (steps 0..19), 12 NaN/Inf from step 8"
+        ).split()
+    )
