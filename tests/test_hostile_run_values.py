@@ -115,3 +115,17 @@ def test_a_view_moved_after_its_run_closed_says_so_in_its_error(tmp_path: Path) 
     view.step = 0  # what the scrubber sends: answered with words, nothing raised
     assert view.error.startswith(f"ConfusionMatrix: the run at {tmp_path / 'run'} is closed")
     view.close()
+
+
+def test_a_dashboard_with_one_damaged_table_shows_the_other_views_and_says_why(
+    tmp_path: Path,
+) -> None:
+    run_dir = tampered(small_run(tmp_path / "run"), "UPDATE predictions SET label = 'x'")
+    with nbviz.open_run(run_dir) as run:
+        dash = nbviz.Dashboard(run)
+        assert "loss_curves" in dash.views and "confusion" not in dash.views
+        assert (
+            f"Not shown: ConfusionMatrix: {run_dir / DB_NAME}: predictions: a stored value "
+            "does not decode: a stored integer is 'x', not a number"
+        ) in dash.pending
+        dash.close()

@@ -1,6 +1,7 @@
 """A person's view of a run that is damaged or was closed under it, in a real JupyterLab:
-a sample whose stored bytes do not decode says so on its card (the others are shown),
-and a click on a view whose run was closed is answered in words, not silence or a crash."""
+a sample whose stored bytes do not decode says so on its card (the others are shown), a
+click on a view whose run was closed is answered in words, not silence or a crash, and a
+Dashboard with a tampered table shows the other views and says why one is left out."""
 
 from __future__ import annotations
 
@@ -21,6 +22,11 @@ def test_damaged_samples_and_a_closed_run_are_said_in_words(nb, tmp_path: Path) 
     conn.commit()
     conn.close()
     closing = small_run(tmp_path / "closing")
+    labels = small_run(tmp_path / "labels")
+    conn = sqlite3.connect(labels / "run.sqlite")
+    conn.execute("UPDATE predictions SET label = '<b>x</b>'")  # a crafted class label
+    conn.commit()
+    conn.close()
     nb.run(
         "damaged.ipynb",
         [
@@ -29,6 +35,7 @@ def test_damaged_samples_and_a_closed_run_are_said_in_words(nb, tmp_path: Path) 
             "g = nbviz.SampleGallery(bad, ids=[0, 1, 2]); g",
             f"run = nbviz.open_run({str(closing)!r})\ncm = nbviz.ConfusionMatrix(run, step=3); cm",
             "run.close()",
+            f"dash = nbviz.Dashboard(nbviz.open_run({str(labels)!r})); dash",
         ],
         ready=".nbviz-confusion canvas.nbviz-cm-canvas",
     )
@@ -58,6 +65,17 @@ def test_damaged_samples_and_a_closed_run_are_said_in_words(nb, tmp_path: Path) 
         f"`with` block): read it again with nbviz.open_run('{closing}')"
     )
     expect(page.locator(STDERR)).to_have_count(0)  # no traceback from the poller or a thread
+
+    # a Dashboard whose predictions table was tampered with: the loss curves are shown,
+    # and the views of the predictions are left out with the reason, the label as text
+    dash = page.locator(".nbviz-dashboard").last
+    expect(dash.locator(".nbviz-dash-pending")).to_contain_text(
+        "Not shown: ConfusionMatrix: "
+        f"{labels / 'run.sqlite'}: predictions: a stored value does not decode: a stored "
+        "integer is '<b>x</b>', not a number"
+    )
+    expect(dash.locator(".nbviz-loss-curves")).to_be_visible()
+    dash.screenshot(path=str(ARTIFACTS / "damaged-table-dashboard.png"))
     cm.screenshot(path=str(ARTIFACTS / "closed-run-click.png"))
 
 
