@@ -1,13 +1,16 @@
-"""A person's view of a run that is damaged or was closed under it, in a real JupyterLab:
-a sample whose stored bytes do not decode says so on its card (the others are shown), a
-click on a view whose run was closed is answered in words, not silence or a crash, and a
-Dashboard with a tampered table shows the other views and says why one is left out."""
+"""A person's view of a run that is damaged, hostile or was closed under it, in a real
+JupyterLab: a sample whose stored bytes do not decode says so on its card (the others are
+shown), a click on a view whose run was closed is answered in words, not silence or a
+crash, a Dashboard with a tampered table shows the other views and says why one is left
+out, a run that diverged reads so in the RunsTable, and text of any length stays in place."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 from notebook_page import ARTIFACTS
 from playwright.sync_api import expect
 from test_hostile_run_values import small_run
@@ -93,6 +96,12 @@ def test_a_diverged_run_with_a_huge_config_value_reads_in_the_runs_table(
     with nbviz.Run(tmp_path / "fine", config={"note": "short", hostile: "b"}) as run:
         for s in range(20):
             run.log(s, train_loss=1.0 / (s + 1))
+    with nbviz.Run(tmp_path / "named") as run:  # a class name of 100,000 characters
+        names = ["a" * 100_000, hostile, "c"]
+        run.log_samples(np.zeros((30, 4), np.float32), np.arange(30) % 3, class_names=names)
+        run.log_predictions(
+            0, np.eye(3, dtype=np.float32)[(np.arange(30) + 1) % 3], np.arange(30) % 3
+        )
     view = nb.run(
         "runs.ipynb",
         [
@@ -100,6 +109,7 @@ def test_a_diverged_run_with_a_huge_config_value_reads_in_the_runs_table(
             f"runs = [nbviz.open_run({str(tmp_path / 'diverged')!r}), "
             f"nbviz.open_run({str(tmp_path / 'fine')!r})]\n"
             "rt = nbviz.RunsTable(runs); rt",
+            f"cm = nbviz.ConfusionMatrix(nbviz.open_run({str(tmp_path / 'named')!r})); cm",
         ],
         ready=".nbviz-runs-table:has(.nbviz-rt-table tbody tr)",
     ).first
@@ -124,3 +134,9 @@ def test_a_diverged_run_with_a_huge_config_value_reads_in_the_runs_table(
     expect(view.locator(".nbviz-rt-table th.nbviz-rt-config").first).to_have_text(hostile)
     assert page.evaluate("() => window.pwned || 0") == 0
     view.screenshot(path=str(ARTIFACTS / "runs-table-diverged.png"))
+
+    # the most confused pairs: one line each, cut with an ellipsis, the whole in the title
+    pair = page.locator(".nbviz-cm-confused button").first
+    expect(pair).to_have_attribute("title", re.compile(r"^a{1999}"))
+    assert pair.evaluate("b => b.scrollWidth > b.clientWidth && b.offsetHeight < 40")
+    assert page.evaluate("() => window.pwned || 0") == 0

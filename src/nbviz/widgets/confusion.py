@@ -475,7 +475,8 @@ ConfusionMatrix._css = view_css(
 .nbviz-cm-nonfinite { color: #b2182b; font-weight: 600; max-width: 420px; }
 .nbviz-cm-confused { list-style: none; margin: 0; padding: 0; max-height: 180px; overflow: auto; }
 .nbviz-cm-confused button { font: inherit; border: none; background: transparent; color: inherit;
-  cursor: pointer; padding: 1px 4px; text-align: left; width: 100%; border-radius: 3px; }
+  cursor: pointer; padding: 1px 4px; text-align: left; width: 100%; border-radius: 3px;
+  overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .nbviz-cm-confused button:hover, .nbviz-cm-confused button.nbviz-active {
   background: var(--jp-layout-color3, #e0e0e0); }
 .nbviz-cm-tablewrap { max-height: 260px; overflow: auto; }
