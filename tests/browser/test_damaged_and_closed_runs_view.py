@@ -14,6 +14,7 @@ import numpy as np
 from notebook_page import ARTIFACTS
 from playwright.sync_api import expect
 from test_hostile_run_values import small_run
+from test_partial_nonfinite_layers import partial_nan_run
 
 STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 
@@ -96,6 +97,7 @@ def test_a_diverged_run_with_a_huge_config_value_reads_in_the_runs_table(
     with nbviz.Run(tmp_path / "fine", config={"note": "short", hostile: "b"}) as run:
         for s in range(20):
             run.log(s, train_loss=1.0 / (s + 1))
+    partial = partial_nan_run(tmp_path / "partial")
     with nbviz.Run(tmp_path / "named") as run:  # a class name of 100,000 characters
         names = ["a" * 100_000, hostile, "c"]
         run.log_samples(np.zeros((30, 4), np.float32), np.arange(30) % 3, class_names=names)
@@ -110,6 +112,7 @@ def test_a_diverged_run_with_a_huge_config_value_reads_in_the_runs_table(
             f"nbviz.open_run({str(tmp_path / 'fine')!r})]\n"
             "rt = nbviz.RunsTable(runs); rt",
             f"cm = nbviz.ConfusionMatrix(nbviz.open_run({str(tmp_path / 'named')!r})); cm",
+            f"lb = nbviz.LayerBrowser(nbviz.open_run({str(partial)!r})); lb",
         ],
         ready=".nbviz-runs-table:has(.nbviz-rt-table tbody tr)",
     ).first
@@ -140,3 +143,14 @@ def test_a_diverged_run_with_a_huge_config_value_reads_in_the_runs_table(
     expect(pair).to_have_attribute("title", re.compile(r"^a{1999}"))
     assert pair.evaluate("b => b.scrollWidth > b.clientWidth && b.offsetHeight < 40")
     assert page.evaluate("() => window.pwned || 0") == 0
+
+    # NaN in only some layers: counted on those rows (layer 0's bias too), not on layer 3
+    lb = page.locator(".nbviz-layer-browser")
+    first = lb.locator('.nbviz-lb-row[data-layer="0"]')
+    expect(first.locator(".nbviz-lb-nonfinite")).to_have_text(
+        ["\u26a0 32 non-finite", "", "\u26a0 1 non-finite"]  # zero fraction, grad, update
+    )
+    expect(lb.locator('.nbviz-lb-row[data-layer="3"] .nbviz-lb-nonfinite')).to_have_text(
+        ["", "", ""]
+    )
+    lb.screenshot(path=str(ARTIFACTS / "partial-nan-layers.png"))
