@@ -48,7 +48,7 @@ import traitlets
 
 from nbviz.analysis import metrics
 from nbviz.widgets.base import child_view
-from nbviz.widgets.checks import check_choice, check_int
+from nbviz.widgets.checks import check_choice, check_int, check_run
 from nbviz.widgets.confusion_data import confusion_figure, confusion_frame
 from nbviz.widgets.confusion_lists import LIST_ROWS, class_error_rows, list_scores, pair_rows
 from nbviz.widgets.frontend import esm
@@ -164,6 +164,7 @@ class ConfusionMatrix(LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
+        check_run("ConfusionMatrix", run)
         check_int("ConfusionMatrix", "compare_step", compare_step)
         check_choice("ConfusionMatrix", "normalize", normalize, NORMALIZE)
         self._split_chosen = split is None

@@ -40,7 +40,7 @@ import pandas as pd
 import traitlets
 
 from nbviz.analysis.metrics import evaluation_at
-from nbviz.widgets.checks import check_choice, id_trait
+from nbviz.widgets.checks import check_choice, check_run, id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import (
     LiveView,
@@ -175,6 +175,7 @@ class SampleGallery(LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
+        check_run("SampleGallery", run)
         check_choice("SampleGallery", "sort_by", sort_by, SORTS)
         splits = sorted(set(run.splits()) | set(run.splits("samples")))
         self._split_chosen = split is None

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import traitlets
 
-from nbviz.widgets.checks import check_choice, check_split
+from nbviz.widgets.checks import check_choice, check_run, check_split
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.layer_detail import (
     STAT_FIELDS,
@@ -129,6 +129,7 @@ class LayerBrowser(LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
+        check_run("LayerBrowser", run)
         if split is None:  # the split whose evaluations recorded per-sample unit values
             split = choose_split(run.splits("embeddings")) or "val"
         check_split("LayerBrowser", split)
