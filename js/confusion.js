@@ -198,10 +198,12 @@ function render({ model, el: root }) {
     }
     confused.replaceChildren(
       ...pairs.map((p) => {
+        // one line each, cut with an ellipsis (a class name may be any length); whole in the title
+        const text = `${nameOf(p.true)} \u2192 ${nameOf(p.pred)}: ${p.count} (${percent(p.rate)} of class ${nameOf(p.true)})`;
         const button = el("button", {
           class: sel[0] === p.true && sel[1] === p.pred ? "nbviz-active" : "",
-          text: `${nameOf(p.true)} \u2192 ${nameOf(p.pred)}: ${p.count} (${percent(p.rate)} of class ${nameOf(p.true)})`,
-          attrs: { type: "button", "data-true": p.true, "data-pred": p.pred },
+          text,
+          attrs: { type: "button", "data-true": p.true, "data-pred": p.pred, title: text.slice(0, 2000) },
         });
         button.addEventListener("click", () => save(model, { selected: [p.true, p.pred] }));
         return el("li", {}, [button]);

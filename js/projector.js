@@ -314,7 +314,7 @@ function render({ model, el: root }) {
     const img = s.kind === "image" ? tipUrls.png(s.png, { alt: `sample ${s.id}` }) : null;
     if (img) {
       parts.unshift(img);
-    } else if (s.kind === "text") {
+    } else if (s.kind === "text" || s.kind === "damaged") {
       parts.push(el("div", { text: String(s.text).slice(0, 200) }));
     }
     host.replaceChildren(...parts);

@@ -17,7 +17,7 @@ import { nextSort, sortableTable, sortRows } from "./lib/table.js";
 
 /**
  * @typedef {{key: string, label: string, kind: "run" | "config" | "final" | "best", better?: "min" | "max"}} Column
- * @typedef {{name: string, cells: Record<string, any>, steps: Record<string, number>, nonfinite: Record<string, number>}} Row
+ * @typedef {{name: string, cells: Record<string, any>, steps: Record<string, number>, nonfinite: Record<string, number>, ends?: Record<string, {value: string, step: number}>}} Row
  * @typedef {import("./lib/parallel.js").Axis & {filter?: boolean, options?: string[]}} Axis
  */
 
@@ -43,7 +43,8 @@ const cellText = (v) => (v === null || v === undefined ? "" : typeof v === "numb
 
 /**
  * The cell of `row` in `column`: the value, the step it was reached at, and
- * NaN/Inf in the series flagged.
+ * NaN/Inf in the series flagged and counted; a final value whose series ended
+ * non-finite reads as that ("ends NaN @19 (12 NaN/Inf; last finite 1.1 @7)").
  * @param {Row} row
  * @param {Column} column
  * @param {boolean} best  whether this row holds the column's best value
@@ -60,7 +61,17 @@ export function runCell(row, column, best) {
   if (bad) title += `${title ? "; " : ""}${bad} NaN/Inf value(s) in this series`;
   let text = cellText(v);
   if (column.kind === "best" && step !== undefined) text += ` @${formatStep(step)}`;
-  if (bad && v === null) text = "NaN";
+  if (column.kind === "config" && text.length > 40) title = text.slice(0, 2000);
+  const end = row.ends?.[column.key];
+  if (end) {
+    // the series ended non-finite: said first, the last finite value after it
+    const last = v === null || v === undefined ? "" : `; last finite ${text} @${formatStep(step ?? 0)}`;
+    text = `ends ${end.value} @${formatStep(end.step)} (${bad} NaN/Inf${last})`;
+  } else if (bad && v === null) {
+    text = "NaN";
+  } else if (bad) {
+    text += ` (${bad} NaN/Inf)`;
+  }
   return { text, class: classes, title: title || null };
 }
 

@@ -90,8 +90,14 @@ export function inBrushes(coords, brushes) {
   return true;
 }
 
+/** Longest text drawn beside or above an axis: a long config value or key is cut with "…". */
+export const AXIS_TEXT_MAX = 24;
+
+/** @param {string} text @returns {string} */
+export const clipText = (text) => (text.length > AXIS_TEXT_MAX ? `${text.slice(0, AXIS_TEXT_MAX - 1)}\u2026` : text);
+
 /** @param {Axis} a @param {number} v */
-const tickText = (a, v) => (a.kind === "category" ? a.categories?.[Math.round(v)] ?? "" : formatNumber(v));
+const tickText = (a, v) => (a.kind === "category" ? clipText(String(a.categories?.[Math.round(v)] ?? "")) : formatNumber(v));
 
 /**
  * @typedef {object} ParallelOptions
@@ -173,7 +179,7 @@ export function drawParallel(canvas, o, size) {
     ctx.fillStyle = o.theme.text;
     ctx.textAlign = "center";
     ctx.textBaseline = "bottom";
-    ctx.fillText(a.label, a.x, s.top - 14);
+    ctx.fillText(clipText(a.label), a.x, s.top - 14);
     ctx.fillStyle = o.theme.muted;
     ctx.textAlign = "right";
     ctx.textBaseline = "middle";

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it, test } from "node:test";
+import { AXIS_TEXT_MAX, clipText } from "../lib/parallel.js";
 import runsTable, { bestRow, runCell } from "../runs_table.js";
 import { fakeModel, find, rowsOf, withDocument } from "./fake_dom.mjs";
 
@@ -22,6 +23,34 @@ test("runCell gives the best value's step and flags NaN/Inf in the series", () =
     class: ["nbviz-rt-bad"],
     title: "3 NaN/Inf value(s) in this series",
   });
+});
+
+test("runCell says a series that ended non-finite, counted, before its last finite value", () => {
+  const row = /** @type {any} */ ({
+    name: "a",
+    cells: { "final:loss": 1.25, "final:acc": 0.5 },
+    steps: { "final:loss": 7, "final:acc": 9 },
+    nonfinite: { "final:loss": 12, "final:acc": 2 },
+    ends: { "final:loss": { value: "NaN", step: 19 } },
+  });
+  assert.equal(runCell(row, /** @type {any} */ ({ key: "final:loss", kind: "final" }), false).text, "ends NaN @19 (12 NaN/Inf; last finite 1.25 @7)");
+  // NaN/Inf inside a series that ends finite: the value, with the count beside it
+  assert.equal(runCell(row, /** @type {any} */ ({ key: "final:acc", kind: "final" }), false).text, "0.5 (2 NaN/Inf)");
+  const never = /** @type {any} */ ({ name: "b", cells: { "final:loss": null }, steps: {}, nonfinite: { "final:loss": 3 }, ends: { "final:loss": { value: "+Inf", step: 2 } } });
+  assert.equal(runCell(never, /** @type {any} */ ({ key: "final:loss", kind: "final" }), false).text, "ends +Inf @2 (3 NaN/Inf)");
+});
+
+test("a long config value is cut by the table's style and kept whole in the cell's title", () => {
+  const row = /** @type {any} */ ({ name: "a", cells: { "config:x": "x".repeat(5000) }, steps: {}, nonfinite: {} });
+  const cell = runCell(row, /** @type {any} */ ({ key: "config:x", kind: "config" }), false);
+  assert.equal(cell.title?.length, 2000);
+});
+
+test("axis texts of the parallel coordinates are cut to a bound with an ellipsis", () => {
+  assert.equal(clipText("lr"), "lr");
+  const cut = clipText("<img src=x onerror=alert(1)>".repeat(10));
+  assert.equal(cut.length, AXIS_TEXT_MAX);
+  assert.ok(cut.endsWith("\u2026"));
 });
 
 describe("render", () => {

@@ -53,7 +53,9 @@ class RunView(Reader):
 
     @property
     def name(self) -> str:
-        return self.meta("name") or self.run_dir.name
+        """The run's name: its directory's (also where the run was opened by its file)."""
+        named = self.run_dir.parent if self.run_dir.name == DB_NAME else self.run_dir
+        return self.meta("name") or named.name
 
     @property
     def config(self) -> dict[str, Any]:

@@ -6,6 +6,8 @@ import math
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from nbviz.run import RunView
 from nbviz.store.predictions import NONFINITE_PRED
 
@@ -19,6 +21,14 @@ def _fmt(value: float) -> str:
     if abs(value) >= 1e4 or (value != 0 and abs(value) < 1e-3):
         return f"{value:.3e}"
     return f"{value:.4g}"
+
+
+def _nonfinite(steps: np.ndarray, values: np.ndarray) -> str:
+    """ ", 12 NaN/Inf from step 8" for a series holding some; "" for a finite one."""
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return ""
+    return f", {int(bad.sum()):,} NaN/Inf from step {int(steps[np.argmax(bad)])}"
 
 
 def run_summary(run: RunView, findings: bool | pd.DataFrame = True) -> str:
@@ -47,13 +57,15 @@ def run_summary(run: RunView, findings: bool | pd.DataFrame = True) -> str:
         lines.append(f"  note: {note}")
     scalars = run.scalars()
     if len(scalars):
-        lines.append("scalars (last / min / max over steps):")
+        lines.append("scalars (last / min / max of the finite values over steps):")
         for name, group in scalars.groupby("name", sort=True):
-            v = group["value"]
+            v = group["value"].to_numpy(dtype=np.float64, na_value=np.nan)
+            finite = v[np.isfinite(v)]
+            lo, hi = (finite.min(), finite.max()) if len(finite) else (math.nan, math.nan)
             lines.append(
-                f"  {name:<20} {len(group):>7} steps  last {_fmt(v.iloc[-1])}  "
-                f"min {_fmt(v.min())}  max {_fmt(v.max())}  (steps {group['step'].min()}.."
-                f"{group['step'].max()})"
+                f"  {name:<20} {len(group):>7} steps  last {_fmt(v[-1])}  "
+                f"min {_fmt(lo)}  max {_fmt(hi)}  (steps {group['step'].min()}.."
+                f"{group['step'].max()}){_nonfinite(group['step'].to_numpy(), v)}"
             )
     else:
         lines.append("scalars: none logged")

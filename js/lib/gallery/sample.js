@@ -63,7 +63,8 @@ export function line(label, value, cls) {
 }
 
 /**
- * The sample itself: an image, its text, or its first values ("[1, 2, … (64 values)]").
+ * The sample itself: an image, its text, or its first values ("[1, 2, … (64 values)]");
+ * a payload that did not decode says so (kind "damaged").
  * @param {any} item  a gallery item or the detail: {id, kind, png?, text?, values?, size?}
  * @param {import("../images.js").ObjectUrls} urls  where the image's URL is kept
  * @param {{image: string, text: string}} classes  the img's and the text's classes
@@ -72,6 +73,7 @@ export function line(label, value, cls) {
 export function sampleContent(item, urls, classes) {
   if (item.kind === "image") return urls.png(item.png, { class: classes.image, alt: `sample ${item.id}` });
   if (item.kind === "text") return el("pre", { class: classes.text, text: item.text ?? "" });
+  if (item.kind === "damaged") return el("div", { class: "nbviz-sample-damaged", text: item.text ?? "" });
   if (item.kind === "array" && item.values) {
     const values = Array.from(decodeArray(item.values).data, (v) => formatNumber(Number(v)));
     const more = item.size > values.length ? ` \u2026 (${item.size} values)` : "";

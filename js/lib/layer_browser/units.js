@@ -70,7 +70,7 @@ function cards(list, which, openId, onCard, urls) {
       if (c.kind === "image") {
         const img = urls.png(c.png, { alt: `sample ${c.id}` });
         if (img) card.append(img);
-      } else if (c.kind === "text") {
+      } else if (c.kind === "text" || c.kind === "damaged") {
         card.append(el("span", { text: c.text ?? "" }));
       }
       card.append(el("span", { text: `#${c.id} ${Number(c.value).toPrecision(3)}` }));

@@ -12,7 +12,7 @@ numpy and pandas exist.
 """
 
 from nbviz.store.arrays import from_blob, to_blob
-from nbviz.store.errors import RunFileError, RunFileWarning, StoredValueError
+from nbviz.store.errors import RunClosedError, RunFileError, RunFileWarning, StoredValueError
 from nbviz.store.reader import HistogramRows, MissingStepError, Reader
 from nbviz.store.schema import (
     DB_NAME,
@@ -32,6 +32,7 @@ __all__ = [
     "HistogramRows",
     "MissingStepError",
     "Reader",
+    "RunClosedError",
     "RunFileError",
     "RunFileWarning",
     "SchemaError",

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from nbviz.store.arrays import from_blob
+from nbviz.store.connection import MAX_STEP
 from nbviz.store.errors import StoredValueError
 
 __all__ = [
@@ -41,22 +42,31 @@ def json_value(text: Any) -> Any:
 
 
 def int_array(values: Any) -> np.ndarray:
-    """An int64 array of stored integers (steps, ids); StoredValueError for anything else."""
+    """An int64 array of stored steps, ids or counts, each in ``0..2**53 - 1`` (what nbviz
+    writes); StoredValueError for anything else, so that a crafted -3 or 2**62 is
+    refused where it is read instead of reaching a view as a step it cannot show."""
     values = list(values)
     if not set(map(type, values)) <= {int}:
         bad = next(v for v in values if type(v) is not int)
         raise StoredValueError(f"a stored step or id is {bad!r}, not an integer")
     try:
-        return np.array(values, dtype=np.int64)
+        out = np.array(values, dtype=np.int64)
     except OverflowError as exc:
         raise StoredValueError(f"a stored integer does not fit int64 ({exc})") from None
+    if out.size and (out.min() < 0 or out.max() > MAX_STEP):
+        bad = int(out.min()) if out.min() < 0 else int(out.max())
+        raise StoredValueError(
+            f"a stored step or id is {bad}, outside 0..2**53 - 1 (nbviz writes none there)"
+        )
+    return out
 
 
 def _numbers(values: Sequence[Any], kinds: frozenset[type], what: str) -> None:
     """StoredValueError unless every value is None or of one of ``kinds`` (a C-speed check)."""
     if not set(map(type, values)) <= kinds:
         bad = next(v for v in values if v is not None and type(v) not in kinds)
-        raise StoredValueError(f"a stored {what} is {bad!r}, not a number")
+        kind = "not a whole number" if what == "integer" and isinstance(bad, float) else ""
+        raise StoredValueError(f"a stored {what} is {bad!r}, {kind or 'not a number'}")
 
 
 _INT = frozenset({int, type(None)})

@@ -10,7 +10,8 @@ naming the file, what is wrong with it and what to do:
 - :class:`SchemaError` (a RunFileError): the file is a database, but not a
   run this nbviz reads (no schema version, or another version);
 - :class:`RunFileWarning`: the run was opened, but part of it cannot be seen
-  (a write-ahead log cut short) or was not made self-contained on close.
+  (a write-ahead log cut short) or was not made self-contained on close;
+- :class:`RunClosedError` (a RuntimeError): a read of a run after ``run.close()``.
 
 :class:`StoredValueError` is raised by the decoders of stored values (blobs,
 JSON, numbers), which do not know the file; the readers turn it into a
@@ -24,6 +25,7 @@ import warnings
 from pathlib import Path
 
 __all__ = [
+    "RunClosedError",
     "RunFileError",
     "RunFileWarning",
     "SchemaError",
@@ -31,6 +33,19 @@ __all__ = [
     "from_sqlite_error",
     "warn_run_file",
 ]
+
+
+class RunClosedError(RuntimeError):
+    """A read of a run that was closed (``run.close()``, or the end of its ``with``
+    block); the message says how to read it again."""
+
+    def __init__(self, run_dir: Path | str) -> None:
+        super().__init__(
+            f"the run at {run_dir} is closed (run.close(), or the end of its `with` "
+            f"block): read it again with nbviz.open_run({str(run_dir)!r})"
+        )
+        self.run_dir = Path(run_dir)
+
 
 #: What to do with a damaged run, said once for every error about one.
 DAMAGED_REMEDY = (

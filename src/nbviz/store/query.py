@@ -32,7 +32,12 @@ import numpy as np
 from nbviz.store.closing import Closing
 from nbviz.store.columns import int_array
 from nbviz.store.connection import MAX_STEP
-from nbviz.store.errors import RunFileError, StoredValueError, from_sqlite_error
+from nbviz.store.errors import (
+    RunClosedError,
+    RunFileError,
+    StoredValueError,
+    from_sqlite_error,
+)
 from nbviz.store.file_checks import warn_lost_commits
 from nbviz.store.schema import DB_NAME, READ_AS_IS, SIGNALS, check_version, connect, db_path
 
@@ -282,7 +287,7 @@ class ReaderBase(Closing):
         conn = getattr(self._local, "conn", None)
         if conn is None:
             if self._closed:
-                raise RuntimeError(f"Reader of run at {self.run_dir} is closed")
+                raise RunClosedError(self.run_dir)
             with self._lock:
                 first = not self._checked
                 if first:  # the first connection checks the file: once per reader
@@ -315,7 +320,7 @@ class ReaderBase(Closing):
         """
         with self._lock:
             if self._closed:
-                raise RuntimeError(f"Reader of run at {self.run_dir} is closed")
+                raise RunClosedError(self.run_dir)
             self._reading += 1
         try:
             return fetch(self._conn().execute(sql, params))

@@ -99,6 +99,12 @@ __all__ = [
 ]
 
 _NOT_A_RUN = "open a run directory that nbviz recorded"
+# a run copied while it was written keeps everything committed since its last
+# checkpoint in run.sqlite-wal: the database file alone can be its empty first page
+_EMPTY_FILE = (
+    "a run copied while it was being written keeps its data in run.sqlite-wal beside "
+    "run.sqlite: copy the whole run directory, or copy it after run.close()"
+)
 _FOREIGN = (
     "a run from elsewhere is read as data, never as code, so a file whose schema is not "
     "the one nbviz writes is refused; record the run again, or ask whoever sent it for "
@@ -250,6 +256,8 @@ def _check_version(conn: sqlite3.Connection, where: Path | str, *, readonly: boo
     file = _file(where)
     version = read_schema_version(conn, file)
     if version is None:
+        if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+            raise SchemaError(file, "it holds no tables at all", _EMPTY_FILE)
         raise SchemaError(file, "it is not an nbviz run: it has no schema_version", _NOT_A_RUN)
     if version > SCHEMA_VERSION:
         raise SchemaError(

@@ -130,7 +130,9 @@ class AttentionMaps(LiveView):
     def _rebuild(self) -> None:
         run = self._run
         self.layers = run.attention_layers()
+        before = getattr(self, "_steps", [])
         self._steps = run.attention_steps()
+        self.step = self._followed(self.step, before, self._steps)  # on its own: the newest
         meta = run.meta("attention") or {}
         self.samples = int(meta.get("samples", 0)) if isinstance(meta, dict) else 0
         self._tokens = meta.get("tokens") if isinstance(meta, dict) else None

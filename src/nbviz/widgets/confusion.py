@@ -48,7 +48,7 @@ import traitlets
 
 from nbviz.analysis import metrics
 from nbviz.widgets.base import child_view
-from nbviz.widgets.checks import check_choice, check_int
+from nbviz.widgets.checks import check_choice, check_int, check_run
 from nbviz.widgets.confusion_data import confusion_figure, confusion_frame
 from nbviz.widgets.confusion_lists import LIST_ROWS, class_error_rows, list_scores, pair_rows
 from nbviz.widgets.frontend import esm
@@ -164,6 +164,7 @@ class ConfusionMatrix(LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
+        check_run("ConfusionMatrix", run)
         check_int("ConfusionMatrix", "compare_step", compare_step)
         check_choice("ConfusionMatrix", "normalize", normalize, NORMALIZE)
         self._split_chosen = split is None
@@ -475,7 +476,8 @@ ConfusionMatrix._css = view_css(
 .nbviz-cm-nonfinite { color: #b2182b; font-weight: 600; max-width: 420px; }
 .nbviz-cm-confused { list-style: none; margin: 0; padding: 0; max-height: 180px; overflow: auto; }
 .nbviz-cm-confused button { font: inherit; border: none; background: transparent; color: inherit;
-  cursor: pointer; padding: 1px 4px; text-align: left; width: 100%; border-radius: 3px; }
+  cursor: pointer; padding: 1px 4px; text-align: left; width: 100%; border-radius: 3px;
+  overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .nbviz-cm-confused button:hover, .nbviz-cm-confused button.nbviz-active {
   background: var(--jp-layout-color3, #e0e0e0); }
 .nbviz-cm-tablewrap { max-height: 260px; overflow: auto; }

@@ -14,7 +14,9 @@ replaced (``nbviz.Run(path, overwrite=True)`` run again), the Dashboard
 rebuilds itself on the new run and says so in its header. For a model that is
 not a classifier (evaluated with a ``loss_fn``) the views of classes stay out
 (``notes`` and the header say why) and a gallery of its samples, highest loss
-first, takes the confusion matrix's place.
+first, takes the confusion matrix's place. A view whose part of the run file
+does not read (a damaged or crafted table) is left out the same way, its note
+naming the file and what is wrong, and the other views are shown.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 import ipywidgets as W
 import traitlets
 
+from nbviz.store import RunFileError
 from nbviz.widgets.base import NbvizWidget, child_view
 from nbviz.widgets.checks import check_run
 from nbviz.widgets.export import save_html
@@ -213,10 +216,15 @@ class Dashboard(NbvizWidget):
                 if note:
                     self.notes.append(note)
                 continue
-            view = getattr(module, cls_name)(self.run, live=self.live, **extra)
+            try:
+                view = getattr(module, cls_name)(self.run, live=self.live, **extra)
+            except RunFileError as exc:  # one damaged table: that view out, said; the rest shown
+                self.notes.append(f"{cls_name}: {exc}")
+                continue
             setattr(self, attr, view)
             self.views[attr] = view
             if "step" in view.trait_names():
+                view.follow_newest = False  # the scrubber follows the run; the view follows it
                 view.step = self.scrubber.step
                 self.links.append(W.jslink((self.scrubber, "step"), (view, "step")))
             added = True

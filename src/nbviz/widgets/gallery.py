@@ -40,7 +40,7 @@ import pandas as pd
 import traitlets
 
 from nbviz.analysis.metrics import evaluation_at
-from nbviz.widgets.checks import check_choice, id_trait
+from nbviz.widgets.checks import check_choice, check_run, id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import (
     LiveView,
@@ -175,6 +175,7 @@ class SampleGallery(LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
+        check_run("SampleGallery", run)
         check_choice("SampleGallery", "sort_by", sort_by, SORTS)
         splits = sorted(set(run.splits()) | set(run.splits("samples")))
         self._split_chosen = split is None
@@ -454,6 +455,7 @@ SampleGallery._css = view_css(
 .nbviz pre.nbviz-gallery-text { word-break: normal; overflow-wrap: break-word; }
 .nbviz-gallery-values { font-family: var(--jp-code-font-family, monospace); font-size: 0.85em;
   overflow-wrap: anywhere; }
+.nbviz-sample-damaged { color: #b71c1c; font-size: 0.85em; overflow-wrap: anywhere; }
 .nbviz-gallery-line { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .nbviz-gallery-pred-wrong { color: #c62828; font-weight: 600; }
 .nbviz-gallery-num { font-variant-numeric: tabular-nums; color: var(--jp-ui-font-color2, #616161); }

@@ -190,8 +190,10 @@ class Histograms(LiveView):
     # -- data ----------------------------------------------------------------------------
 
     def _rebuild(self) -> None:
+        before = self._steps
         self._choose_layers()
         self._fill()
+        self.step = self._followed(self.step, before, self._steps)  # on its own: the newest
         self._fill_current()
 
     def _fill(self) -> None:

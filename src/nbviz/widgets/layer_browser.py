@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import traitlets
 
-from nbviz.widgets.checks import check_choice, check_split
+from nbviz.widgets.checks import check_choice, check_run, check_split
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.layer_detail import (
     STAT_FIELDS,
@@ -129,6 +129,7 @@ class LayerBrowser(LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
+        check_run("LayerBrowser", run)
         if split is None:  # the split whose evaluations recorded per-sample unit values
             split = choose_split(run.splits("embeddings")) or "val"
         check_split("LayerBrowser", split)
@@ -139,11 +140,8 @@ class LayerBrowser(LiveView):
         self._histograms = HistogramsAtStep(run)
         self._dead_window: tuple[int, int] | None = None
         with self._building([run], live):
-            index = self._indexes[0]
-            ends = [
-                int(index.steps(s)[-1]) for s in ("activation", "gradient") if len(index.steps(s))
-            ]
-            self.step = max(ends, default=0)
+            self._newest = self._newest_capture()
+            self.step = self._newest[-1] if self._newest else 0
             self._rebuild()
             self._ready = True
             if selected_layer:
@@ -179,9 +177,18 @@ class LayerBrowser(LiveView):
 
     # -- the table ------------------------------------------------------------------------
 
+    def _newest_capture(self) -> list[int]:
+        """The newest step with activations or gradients (empty before the first)."""
+        index = self._indexes[0]
+        ends = [int(index.steps(s)[-1]) for s in ("activation", "gradient") if len(index.steps(s))]
+        return [max(ends)] if ends else []
+
     def _rebuild(self) -> None:
         run = self._run
         index = self._indexes[0]
+        newest, before = self._newest_capture(), self._newest
+        self._newest = newest
+        self.step = self._followed(self.step, before, newest)  # on its own: the newest
         self._units.clear()
         probe = run.meta("probe") or {}
         params = [p["name"] for p in probe.get("params", [])]

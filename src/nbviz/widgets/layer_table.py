@@ -270,7 +270,9 @@ def sparklines(run: Any, index: Any, rows: list[dict[str, Any]]) -> tuple[dict[s
 
 def values_at(run: Any, index: Any, rows: list[dict[str, Any]], step: int) -> dict[str, Any]:
     """Per metric, the capture step shown, one value per row (NaN: none) and the count of
-    non-finite values behind it (left out of the value; all of them when it is NaN)."""
+    non-finite values behind it (left out of the value; all of them when it is NaN; for
+    a layer whose value is its main weight's and that weight is finite, those of its
+    other parameters: a layer holding NaN never reads as finite)."""
     out: dict[str, Any] = {}
     for metric, (signal, column, _which) in METRICS.items():
         at = index.capture_at(signal, step)
@@ -285,6 +287,10 @@ def values_at(run: Any, index: Any, rows: list[dict[str, Any]], step: int) -> di
                 if name in lookup:
                     values[i] = lookup[name]
                     bad[i] = counts[name]
+                    if name != row["name"] and not bad[i]:  # the main weight's value is
+                        # finite: a NaN/Inf in another parameter (a bias) is still counted
+                        others = (counts.get(p, 0.0) for p in row["own_params"] if p != name)
+                        bad[i] = float(np.nansum(list(others)))
         out[metric] = {
             "step": -1 if at is None else at,
             "values": floats_payload(values),

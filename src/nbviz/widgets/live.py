@@ -5,8 +5,9 @@ and follow it with the poller of :mod:`nbviz.widgets.poller` (both re-exported
 here). :class:`LiveView` is the base of the training views, with what they all
 do: build under a lock while following (``_building``), declare the linked
 ``step`` (:func:`linked_step`), react to the browser once built
-(:func:`reacts_to`), keep following the newest step (:func:`followed_step`)
-and compose their style (:func:`view_css`).
+(:func:`reacts_to`; a run closed meanwhile is said in ``error``), keep
+following the newest step (:func:`followed_step`) and compose their style
+(:func:`view_css`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import traitlets
 
+from nbviz.store import RunClosedError
 from nbviz.widgets.base import NbvizWidget
 from nbviz.widgets.checks import check_run, id_trait
 from nbviz.widgets.poller import (
@@ -88,6 +90,18 @@ class LiveView(NbvizWidget):
 
     _ready = False
 
+    #: While True, a view at the newest step of what it shows moves on to the newest as
+    #: the run grows (a view on its own, watching a training loop). A Dashboard turns it
+    #: off for the views its scrubber drives: the scrubber follows, and they follow it.
+    follow_newest = True
+
+    def _followed(self, step: int, before: Sequence[int], after: Sequence[int]) -> int:
+        """The step to show once what the view shows grew from ``before`` to ``after``
+        (sorted steps; see :func:`followed_step`), ``step`` when it does not follow."""
+        if not (self._ready and self.follow_newest):
+            return step
+        return followed_step(step, before, after)
+
     empty = traitlets.Unicode(
         "", help="Readable message shown instead of the view when there is nothing to show yet."
     ).tag(sync=True)
@@ -150,7 +164,10 @@ def reacts_to(*names: str, hold: bool = True) -> Callable[[Reaction], Any]:
             if not self._ready:
                 return
             with self._lock, self.hold_sync() if hold else contextlib.nullcontext():
-                method(self, change)
+                try:
+                    method(self, change)
+                except RunClosedError as exc:  # a click on a view of a closed run: said
+                    self.error = f"{type(self).__name__}: {exc}"
 
         react.__name__ = method.__name__
         react.__qualname__ = method.__qualname__

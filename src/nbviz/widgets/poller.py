@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nbviz.store import RunFileError
+from nbviz.store import RunClosedError, RunFileError
 from nbviz.store.schema import connect, db_path
 from nbviz.widgets.run_index import RunIndex
 
@@ -170,6 +170,14 @@ def _data_version(
         return None
 
 
+def _drop(entry: _Entry) -> None:
+    """Stop following for the view of ``entry`` (its run was closed)."""
+    with _poller.lock:
+        for key, held in list(_poller.entries.items()):
+            if held is entry:
+                del _poller.entries[key]
+
+
 def _replace(entry: _Entry) -> None:
     """Tell the view of ``entry`` that its run's file was replaced (it no longer follows)."""
     with _poller.lock:
@@ -241,6 +249,8 @@ def _loop() -> None:
                         entry.index.refresh()
                     if entry.widget() is not None:
                         entry.refresh()
+                except RunClosedError:  # closed on purpose: the view keeps what it shows
+                    _drop(entry)
                 except Exception as exc:  # a view's refresh must not stop the others
                     _log.warning("nbviz: refreshing a view of %s failed: %s", entry.path, exc)
                     widget = entry.widget()

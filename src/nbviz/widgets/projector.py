@@ -32,7 +32,7 @@ import traitlets
 
 from nbviz.analysis import projection as proj
 from nbviz.widgets.base import child_view
-from nbviz.widgets.checks import check_choice, check_int, id_trait
+from nbviz.widgets.checks import check_choice, check_int, check_run, id_trait
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.gallery import SampleGallery
 from nbviz.widgets.live import LiveView, linked_step, opening_step, reacts_to, view_css
@@ -134,6 +134,7 @@ class EmbeddingProjector(PointSelection, LiveView):
         live: bool = True,
         **kwargs: Any,
     ) -> None:
+        check_run("EmbeddingProjector", run)
         check_choice("EmbeddingProjector", "method", method, proj.METHODS)
         if color_by is not None:
             check_choice("EmbeddingProjector", "color_by", color_by, COLOR_BY)

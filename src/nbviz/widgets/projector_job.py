@@ -114,6 +114,8 @@ class LayoutJobs:
                     view.progress = 1.0
                     view.status = ""
                     self._deliver(job.want, layout)
+            except Exception as exc:  # a run closed or damaged meanwhile: said, not raised
+                view.status = f"{proj.METHOD_LABELS[method]} could not be shown: {exc}"
             finally:
                 with self.lock:
                     if self.job is job:

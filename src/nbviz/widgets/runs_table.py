@@ -56,10 +56,21 @@ def _number(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def nonfinite_name(value: float) -> str | None:
+    """ "NaN", "+Inf" or "-Inf" for a non-finite ``value``; None for a finite one."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return None
+
+
 def summarise(steps: np.ndarray, values: np.ndarray, direction: str) -> dict[str, Any]:
     """Final and best finite values of one series, with their steps (None when none is finite).
 
-    ``nonfinite`` counts the NaN/Inf points, which are never taken as best.
+    ``nonfinite`` counts the NaN/Inf points, which are never taken as best; ``end``
+    names the last value where it is one of them ("NaN", "+Inf", "-Inf"; else None),
+    and ``end_step`` its step: a run that diverged does not read as ending finite.
     """
     finite = np.isfinite(values)
     out: dict[str, Any] = {
@@ -68,7 +79,11 @@ def summarise(steps: np.ndarray, values: np.ndarray, direction: str) -> dict[str
         "best": None,
         "best_step": None,
         "nonfinite": int((~finite).sum()),
+        "end": None,
+        "end_step": None,
     }
+    if len(values) and not finite[-1]:
+        out["end"], out["end_step"] = nonfinite_name(float(values[-1])), int(steps[-1])
     if not finite.any():
         return out
     idx = np.flatnonzero(finite)
@@ -260,6 +275,7 @@ class RunsTable(LiveView):
             cells: dict[str, Any] = {"run": run_name}
             steps: dict[str, int] = {}
             flags: dict[str, int] = {}
+            ends: dict[str, dict[str, Any]] = {}
             for k in config_keys:
                 cells[f"config:{k}"] = config.get(k)
             for name in names:
@@ -273,7 +289,11 @@ class RunsTable(LiveView):
                     steps[f"best:{name}"] = summary["best_step"]
                 if summary["nonfinite"]:
                     flags[f"final:{name}"] = summary["nonfinite"]
-            rows.append({"name": run_name, "cells": cells, "steps": steps, "nonfinite": flags})
+                if summary["end"] is not None:
+                    ends[f"final:{name}"] = {"value": summary["end"], "step": summary["end_step"]}
+            rows.append(
+                {"name": run_name, "cells": cells, "steps": steps, "nonfinite": flags, "ends": ends}
+            )
         self.columns = columns
         self.rows = rows
         self._set_axes(config_keys)
@@ -301,6 +321,10 @@ def bounded_summary(run: Any, name: str, direction: str) -> dict[str, Any]:
     n_finite = f["n_finite"].to_numpy(dtype=np.int64)
     out: dict[str, Any] = {"final": None, "final_step": None, "best": None, "best_step": None}
     out["nonfinite"] = int(f["n"].to_numpy(dtype=np.int64).sum() - n_finite.sum())
+    end = f["last"].iloc[-1]
+    end = float("nan") if end is None else float(end)
+    out["end"] = nonfinite_name(end)
+    out["end_step"] = None if out["end"] is None else int(f["last_step"].iloc[-1])
     col = "max" if direction == "max" else "min"
     extremes = f[col].to_numpy(dtype=np.float64, na_value=np.nan)
     if not np.isfinite(extremes).any():
@@ -361,5 +385,8 @@ RunsTable._css = view_css(
 .nbviz-rt-filters { display: inline-flex; flex-wrap: wrap; gap: 0.3em 0.9em; }
 .nbviz-rt-pc { overflow-x: auto; }
 .nbviz-rt-bad { color: #c62828; }
+/* a long config value (or key) is cut with an ellipsis: the run's name stays in view */
+.nbviz-rt-table td.nbviz-rt-config, .nbviz-rt-table th.nbviz-rt-config { max-width: 16em;
+  overflow: hidden; text-overflow: ellipsis; }
 """
 )

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nbviz.store import from_blob
+from nbviz.store import StoredValueError, from_blob
 from nbviz.store.predictions import NONFINITE_PRED
 from nbviz.widgets.wire import array_trait_payload
 
@@ -33,13 +33,17 @@ ARRAY_VALUES = 16
 
 
 def sample_payload(row: pd.Series, n_values: int = ARRAY_VALUES) -> dict[str, Any]:
-    """A row of ``run.samples()`` as a card shows it: image PNG, text, or the first values."""
+    """A row of ``run.samples()`` as a card shows it: image PNG, text, or the first values
+    (``kind`` "damaged" with the reason, for an array payload that does not decode)."""
     kind = str(row["kind"])
     if kind == "image":
         return {"kind": "image", "png": bytes(row["payload"])}
     if kind == "text":
         return {"kind": "text", "text": str(row["text"] or "")}
-    values = np.asarray(from_blob(row["payload"], row["dtype"], row["shape"])).ravel()
+    try:
+        values = np.asarray(from_blob(row["payload"], row["dtype"], row["shape"])).ravel()
+    except StoredValueError as exc:  # a damaged or crafted payload: said on its card
+        return {"kind": "damaged", "text": f"stored sample does not decode: {exc}"}
     shown = values[:n_values].astype(np.float64)
     return {
         "kind": "array",
