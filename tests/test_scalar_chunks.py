@@ -448,7 +448,8 @@ def test_a_zoom_never_returns_more_than_max_points_while_a_writer_commits(tmp_pa
         during = r.scalar_points("a", 1500, (0, 3999))
         r._q = real  # type: ignore[method-assign]
         after = r.scalar_points("a", 1500, (0, 3999))
-    assert during.total == 1000 and during.width == 0 and len(during.steps) == 1000
+    assert len(during.steps) <= 1500  # the buckets read before that commit
+    assert during.total == 1000 and during.width > 0
     assert after.total == 2000 and after.width > 0 and len(after.steps) <= 1500
 
 

@@ -9,9 +9,6 @@ reads its rows and buckets instead.
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
-from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -29,10 +26,6 @@ from nbviz.store.scalar_chunks import (
 from nbviz.store.tables import LEVEL_WIDTHS
 
 __all__ = ["ChunkQueries", "ScalarPoints"]
-
-
-def _nothing(cursor: sqlite3.Cursor) -> None:
-    return None
 
 
 class ScalarPoints(NamedTuple):
@@ -57,39 +50,25 @@ class ChunkQueries(ReaderBase):
         ``max_points`` fall in it, else the points of its buckets of ``level``."""
         width = LEVEL_WIDTHS[level]
         buckets, total = None, 0
-        with self._snapshot():  # the buckets and the steps as one commit left them
-            if hi - lo >= max_points:  # one row per step: a shorter window holds few enough
-                first, last = lo // width, hi // width
-                blobs = self._q(
-                    BUCKET_CHUNKS_SQL,
-                    (name, level, first // BUCKETS_PER_CHUNK, last // BUCKETS_PER_CHUNK),
-                )
-                buckets = bucket_records(blobs, first, last)
-                total = int(buckets["n"].sum())  # at most 2**53 (bucket_records checks)
-            if buckets is None or total <= max_points:
-                rows = self._q(STEP_CHUNKS_SQL, (name, lo // CHUNK_STEPS, hi // CHUNK_STEPS))
-                if not rows:
-                    self._check_scalar(name)
-                inside, steps, values = step_points(rows, lo, hi, edges)
-                if buckets is None or inside <= max_points:  # else chunks that disagree
-                    return ScalarPoints(inside, 0, steps, values)
+        if hi - lo >= max_points:  # one row per step: a shorter window holds few enough
+            first, last = lo // width, hi // width
+            blobs = self._q(
+                BUCKET_CHUNKS_SQL,
+                (name, level, first // BUCKETS_PER_CHUNK, last // BUCKETS_PER_CHUNK),
+            )
+            buckets = bucket_records(blobs, first, last)
+            total = int(buckets["n"].sum())  # at most 2**53 (bucket_records checks)
+        if buckets is None or total <= max_points:
+            rows = self._q(STEP_CHUNKS_SQL, (name, lo // CHUNK_STEPS, hi // CHUNK_STEPS))
+            if not rows:
+                self._check_scalar(name)
+            inside, steps, values = step_points(rows, lo, hi, edges)
+            # a writer may have committed between the two reads: past max_points the
+            # buckets read first stand for the window, as that commit left them
+            if buckets is None or inside <= max_points:
+                return ScalarPoints(inside, 0, steps, values)
         steps, values = bucket_points(buckets)
         return ScalarPoints(total, width, steps, values)
-
-    @contextlib.contextmanager
-    def _snapshot(self) -> Iterator[None]:
-        """Reads in one read transaction of this thread's connection: they see one commit
-        of a writer still at work, never some of its chunks before it and some after."""
-        conn = self._conn()
-        if conn.in_transaction:
-            yield
-            return
-        self._fetch("BEGIN", (), _nothing)
-        try:
-            yield
-        finally:
-            if not self._closed and conn.in_transaction:
-                self._fetch("COMMIT", (), _nothing)
 
     def _check_scalar(self, name: str) -> None:
         """ValueError naming close matches when no scalar is called ``name``."""
