@@ -1,7 +1,12 @@
 """Scalars packed in blocks, so that a zoom reads a handful of rows whatever the run's length.
 
 Two tables (schema 8), kept by the writer thread in the transaction that wrote the
-rows they pack (a reader never sees one without the other):
+rows they pack, so a reader sees them as of the same commit as the rows (a zoom reads
+them in two statements: past ``max_points`` after a commit between them, the buckets
+read first stand for the window). They are derived data: a chunk that does not decode
+is packed again whole from its table, steps outside int64 (kept as REAL) are left out,
+and a failure for one scalar leaves its chunks as they were and the others up to date
+(the writer says so once, with a RunFileWarning; the rows themselves are stored):
 
 - ``scalar_chunks``: a scalar's rows as logged, one row per :data:`CHUNK_STEPS`
   steps (``chunk = step // CHUNK_STEPS``): ``points`` is :data:`POINT_DTYPE`
@@ -16,13 +21,16 @@ A chunk holds no row that the table it packs does not hold: only the steps (or
 buckets) a commit touched are read back from that table and put in place of the
 chunk's own, so a row written again (``run.log(..., overwrite=True)``), a step
 logged out of order and a run still being written are packed as the table has
-them, and the work per commit follows what it wrote, not the run's length. A
-chunk left empty is deleted.
+them, and the work per commit follows what it wrote, not the run's length: one
+statement reads what a commit needs of a scalar's chunks and tables, and the changed
+chunks of every scalar are written together. A chunk left empty is deleted.
 
 What they cost: 10 bytes per logged step and about 3.7 per step for the buckets
 of all levels (one record of 56 bytes per 16 steps, a sixteenth of that per level
-above), per scalar. A run written before schema 8 has them built when a writer
-migrates it (:func:`rebuild_chunks`); read-only, such a run is read from its rows.
+above), per scalar logged every step; a scalar logged every 1000 steps has a bucket
+of its own per value at the finer levels (about 285 bytes per value in all). A run
+written before schema 8 has them built when a writer migrates it
+(:func:`rebuild_chunks`); read-only, such a run is read from its rows.
 Never pickled: numpy ``tobytes``/``frombuffer`` with the explicit dtypes below.
 """
 

@@ -1,7 +1,10 @@
 """Summaries the writer keeps as a run is written, so that views read a bounded amount.
 
 Three kinds, all brought up to date in the writer thread inside the transaction
-that wrote the rows they summarise (so a reader never sees one without the other):
+that wrote the rows they summarise (so a reader sees them as of the same commit as
+the rows). They are derived data: a failure to bring one source's or one scalar's
+up to date never stops the others, nor loses a row; the writer says it once, with a
+RunFileWarning, and that source's summaries stay as they were:
 
 - **buckets**: every scalar (``scalar_buckets``) and every layer statistics series
   (``stat_buckets``) summarised in buckets of 16, 256, 4096, 65536 and 1048576

@@ -13,7 +13,9 @@ a thread that wakes for every insert would take the GIL from a training loop
 dozens of times per step. A process that dies loses at most what was not yet
 committed.
 An error in the thread is kept and raised, with the table and the cause, by
-the next ``insert``, ``flush`` or ``close``.
+the next ``insert``, ``flush`` or ``close``. A failure to keep the summaries
+(derived from rows that are stored) is not an error: the next of those calls
+warns of the first one with a RunFileWarning, once per writer.
 """
 
 from __future__ import annotations
