@@ -17,7 +17,7 @@ and a failure for one scalar leaves its chunks as they were and the others up to
   ``buckets`` is :data:`BUCKET_DTYPE` records (a missing minimum or maximum is
   NaN, a missing step -1), sorted by bucket.
 
-A chunk holds no row that the table it packs does not hold: only the steps (or
+A chunk kept up to date holds no row its table does not hold: only the steps (or
 buckets) a commit touched are read back from that table and put in place of the
 chunk's own, so a row written again (``run.log(..., overwrite=True)``), a step
 logged out of order and a run still being written are packed as the table has
