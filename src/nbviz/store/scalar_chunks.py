@@ -40,6 +40,7 @@ import math
 import sqlite3
 import struct
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -261,6 +262,7 @@ def _read(
     return old, fresh
 
 
+_first = itemgetter(0)
 _POINT = struct.Struct("<Hd")  # POINT_DTYPE, one record
 _BUCKET = struct.Struct("<qqdqdqq")  # BUCKET_DTYPE, one record
 assert _POINT.size == POINT_DTYPE.itemsize and _BUCKET.size == BUCKET_DTYPE.itemsize
@@ -304,7 +306,12 @@ def _pack(level: int, chunk: int, rows: list[tuple]) -> bytes:
     """Rows read from ``scalars`` (steps) or ``scalar_buckets`` as a chunk's records."""
     if level < 0:
         base = chunk * CHUNK_STEPS
-        return b"".join(_POINT.pack(s - base, _float(v)) for s, v, *_ in rows)
+        if len(rows) < 16:
+            return b"".join(_POINT.pack(s - base, _float(v)) for s, v, *_ in rows)
+        rec = np.empty(len(rows), POINT_DTYPE)
+        rec["offset"] = [r[0] - base for r in rows]
+        rec["value"] = [v if type(v) is float else _float(v) for _, v, *_ in rows]
+        return rec.tobytes()
     return b"".join(
         _BUCKET.pack(
             b, n if type(n) is int else 0, _float(mn), _int(ms), _float(mx), _int(xs), _int(bf)
@@ -344,10 +351,16 @@ def _repack(conn: sqlite3.Connection, name: str, pieces: list[_Piece], out: _Wri
     for piece in pieces:
         k0, k1, per, level = piece.k0, piece.k1, piece.per, piece.level
         # a step the table keeps as REAL (not a whole number within int64) is left out
-        rows = {r[0]: r for r in fresh.get(level, ()) if type(r[0]) is int and k0 <= r[0] <= k1}
+        rows = [r for r in fresh.get(level, ()) if type(r[0]) is int and k0 <= r[0] <= k1]
+        if again:  # read twice: once each
+            rows = list({r[0]: r for r in rows}.values())
+        rows.sort(key=_first)  # as read, in the tables' key order: a pass that checks it
         by_chunk: dict[int, list[tuple]] = {}
-        for key in sorted(rows):
-            by_chunk.setdefault(key // per, []).append(rows[key])
+        if piece.c0 == piece.c1:
+            by_chunk[piece.c0] = rows
+        else:
+            for r in rows:
+                by_chunk.setdefault(r[0] // per, []).append(r)
         size = _POINT.size if level < 0 else _BUCKET.size
         for c in range(piece.c0, piece.c1 + 1):
             new = _pack(level, c, by_chunk.get(c, []))
