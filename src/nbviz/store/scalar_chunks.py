@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import struct
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from typing import Any
@@ -194,6 +195,7 @@ _READ_PARTS = (
     "WHERE name = ?1 AND level = ? AND bucket BETWEEN ? AND ?",
 )
 _READ_PIECES = 40  # pieces per statement (two SELECTs each; SQLite allows 500 in one)
+_REBUILD_IDS = 4096  # finest buckets packed at a time when a run is migrated
 _WRITE_ROWS = 150  # rows per multi-row INSERT of chunks (within any SQLite's bind limit)
 
 
@@ -254,15 +256,15 @@ def _read(
             for part, args in piece.parts():
                 sql.append(part)
                 params.extend(args)
-        for kind, level, *row in conn.execute(" UNION ALL ".join(sql), params).fetchall():
-            if kind in (0, 2):
-                old[(level, row[0])] = row[1]
-            else:
-                fresh.setdefault(level, []).append(row)
+        for row in conn.execute(" UNION ALL ".join(sql), params).fetchall():
+            if row[0] in (0, 2):
+                old[(row[1], row[2])] = row[3]
+            else:  # kept whole: the key at [2], then the step's value or the bucket's fields
+                fresh.setdefault(row[1], []).append(row)
     return old, fresh
 
 
-_first = itemgetter(0)
+_key_of = itemgetter(2)  # of a row of _READ_PARTS
 _POINT = struct.Struct("<Hd")  # POINT_DTYPE, one record
 _BUCKET = struct.Struct("<qqdqdqq")  # BUCKET_DTYPE, one record
 assert _POINT.size == POINT_DTYPE.itemsize and _BUCKET.size == BUCKET_DTYPE.itemsize
@@ -307,16 +309,16 @@ def _pack(level: int, chunk: int, rows: list[tuple]) -> bytes:
     if level < 0:
         base = chunk * CHUNK_STEPS
         if len(rows) < 16:
-            return b"".join(_POINT.pack(s - base, _float(v)) for s, v, *_ in rows)
+            return b"".join(_POINT.pack(r[2] - base, _float(r[3])) for r in rows)
         rec = np.empty(len(rows), POINT_DTYPE)
-        rec["offset"] = [r[0] - base for r in rows]
-        rec["value"] = [v if type(v) is float else _float(v) for _, v, *_ in rows]
+        rec["offset"] = [r[2] - base for r in rows]
+        rec["value"] = [r[3] if type(r[3]) is float else _float(r[3]) for r in rows]
         return rec.tobytes()
     return b"".join(
         _BUCKET.pack(
             b, n if type(n) is int else 0, _float(mn), _int(ms), _float(mx), _int(xs), _int(bf)
         )
-        for b, n, mn, ms, mx, xs, bf in rows
+        for _, _, b, n, mn, ms, mx, xs, bf in rows
     )
 
 
@@ -351,19 +353,17 @@ def _repack(conn: sqlite3.Connection, name: str, pieces: list[_Piece], out: _Wri
     for piece in pieces:
         k0, k1, per, level = piece.k0, piece.k1, piece.per, piece.level
         # a step the table keeps as REAL (not a whole number within int64) is left out
-        rows = [r for r in fresh.get(level, ()) if type(r[0]) is int and k0 <= r[0] <= k1]
+        rows = [r for r in fresh.get(level, ()) if type(r[2]) is int and k0 <= r[2] <= k1]
         if again:  # read twice: once each
-            rows = list({r[0]: r for r in rows}.values())
-        rows.sort(key=_first)  # as read, in the tables' key order: a pass that checks it
-        by_chunk: dict[int, list[tuple]] = {}
-        if piece.c0 == piece.c1:
-            by_chunk[piece.c0] = rows
-        else:
-            for r in rows:
-                by_chunk.setdefault(r[0] // per, []).append(r)
+            rows = list({r[2]: r for r in rows}.values())
+        rows.sort(key=_key_of)  # as read, in the tables' key order: a pass that checks it
+        keys = [r[2] for r in rows]
         size = _POINT.size if level < 0 else _BUCKET.size
         for c in range(piece.c0, piece.c1 + 1):
-            new = _pack(level, c, by_chunk.get(c, []))
+            part = rows
+            if piece.c0 < piece.c1:
+                part = rows[bisect_left(keys, c * per) : bisect_left(keys, (c + 1) * per)]
+            new = _pack(level, c, part)
             blob = old.get((level, c))
             at = where.get((level, c))
             if at is not None:
@@ -474,6 +474,8 @@ def rebuild_chunks(conn: sqlite3.Connection) -> None:
             "AND typeof(step) = 'integer'",
             (name,),
         ).fetchall()
-        problems = refresh_chunks(conn, {name: {r[0] for r in finest}})
-        if problems:
-            raise problems[0][1]
+        ids = sorted(r[0] for r in finest)
+        for at in range(0, len(ids), _REBUILD_IDS):  # a bounded part of a long run at a time
+            problems = refresh_chunks(conn, {name: ids[at : at + _REBUILD_IDS]})
+            if problems:
+                raise problems[0][1]
