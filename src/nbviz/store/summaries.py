@@ -22,7 +22,8 @@ RunFileWarning, and that source's summaries stay as they were:
   ``(start, stride, count)``; a run recorded every k steps is one row.
 
 The SQL of the buckets and step runs runs in SQLite's C code, without Python's
-global lock; packing the chunks is numpy work on the rows a commit touched.
+global lock; packing the chunks is Python work on the few rows a commit touched, read
+with one statement per scalar and written together.
 """
 
 from __future__ import annotations
@@ -147,8 +148,8 @@ class Touched:
     def note(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
         """Record the rows of ``table`` about to be written (in Writer.insert's order).
 
-        Each row on its own: one that SQLite will refuse (no step, a name that is not
-        text) is left out here and reported when it is inserted; the rows after it count.
+        Each row on its own: one whose step SQLite will refuse (none, not a number, beyond
+        int64) is left out here and reported when it is inserted; the rows after it count.
         """
         if table == "scalars":
             for row in rows:
@@ -159,7 +160,7 @@ class Touched:
                         continue
                 if isinstance(name, str):
                     self.scalars[name].add(step // _FAN)
-                    self.steps["scalars"].add(step)
+                self.steps["scalars"].add(step)
         elif table in ("layer_stats", "histograms"):
             label = "stats" if table == "layer_stats" else "histograms"
             for row in rows:
@@ -168,10 +169,9 @@ class Touched:
                     step = _step(step)
                     if step is None:
                         continue
-                if isinstance(signal, str):
-                    if label == "stats":
-                        self.stats.add(step // _FAN)
-                    self.steps[f"{label}:{signal}"].add(step)
+                if label == "stats":
+                    self.stats.add(step // _FAN)
+                self.steps[f"{label}:{signal}"].add(step)
 
     def __bool__(self) -> bool:
         return bool(self.scalars or self.stats or self.steps)
