@@ -1,6 +1,6 @@
 """The run store's writer: one background thread that commits rows in batches.
 
-About 500 lines because the queue, the batching and the failure handling share one
+About 550 lines because the queue, the batching and the failure handling share one
 thread's state; the row encoding and the summaries are already apart
 (:mod:`nbviz.store.encoding`, :mod:`nbviz.store.summaries`).
 
