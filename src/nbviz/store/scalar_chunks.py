@@ -179,7 +179,6 @@ def bucket_points(rec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # -- writing ------------------------------------------------------------------------------
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
-_PER = CHUNK_STEPS // _FINEST  # finest buckets in a chunk of steps
 #: What a commit reads of one scalar, by kind of row (the first column): 0, the old
 #: step chunks of chunks ?..? ; 1, its rows of steps ?..? ; 2, its old bucket chunks of
 #: a level over chunks ?..? ; 3, its buckets of a level over buckets ?..? . One statement
