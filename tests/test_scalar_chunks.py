@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,18 @@ import numpy as np
 import pytest
 
 import nbviz
-from nbviz.store import DB_NAME, SCHEMA_VERSION, Reader, RunFileError, Writer, schema
+from nbviz.store import (
+    DB_NAME,
+    SCHEMA_VERSION,
+    Reader,
+    RunFileError,
+    RunFileWarning,
+    Writer,
+    scalar_chunks,
+    schema,
+)
 from nbviz.store.scalar_chunks import BUCKETS_PER_CHUNK, CHUNK_STEPS
+from nbviz.store.writer import WriterError
 from nbviz.widgets.scalar_points import window_points
 
 SHORT, LONG = 4_000, 160_000
@@ -306,3 +317,168 @@ def test_a_step_handed_over_as_a_whole_float_is_packed_as_the_table_keeps_it(
     with Reader(tmp_path / "run") as r:
         got = r.scalar_points("x", 2000, (0, 100))
     assert got.steps.tolist() == [3, 40] and got.values.tolist() == [1.5, 2.5]
+
+
+def _chunks_hold_the_rows(r: Reader, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Every window of ``name`` reads the same from its chunks as from its rows and buckets."""
+    for window in [(0, 99), (0, 10_000), (5, 17)]:
+        for points in (4, 2000):
+            got = r.scalar_points(name, points, window, edges=True)
+            want = _as_before(
+                r, monkeypatch, lambda p=points, w=window: r.scalar_points(name, p, w, edges=True)
+            )
+            _same_points(got, want)
+
+
+def test_a_chunk_that_does_not_decode_is_packed_again_from_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    with Writer(run) as w:
+        w.insert("scalars", [(n, s, float(s), 0.0) for n in ("a", "b") for s in range(10)])
+    conn = sqlite3.connect(run / DB_NAME)
+    with conn:
+        conn.execute("UPDATE scalar_chunks SET points = x'00' WHERE name = 'a'")
+        conn.execute("UPDATE scalar_bucket_chunks SET buckets = 'text' WHERE name = 'b'")
+    conn.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # packed again: nothing to warn of, nothing raised
+        with Writer(run) as w:
+            w.insert("scalars", [(n, s, 100.0 + s, 0.0) for n in ("a", "b") for s in range(10, 20)])
+    with Reader(run) as r:
+        for name in ("a", "b"):
+            got = r.scalar_points(name, 2000, (0, 19))
+            assert got.steps.tolist() == list(range(20)), name
+            _chunks_hold_the_rows(r, monkeypatch, name)
+        assert r.recorded_steps("scalars").tolist() == list(range(20))
+
+
+def test_a_step_beyond_int64_is_left_out_of_chunks_and_the_commit_goes_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with Writer(run) as w:
+            w.insert("scalars", [("a", 1e19, 1.0, 0.0)] + [("b", s, 1.0, 0.0) for s in range(10)])
+    with Reader(run) as r:
+        assert r.scalar_points("b", 2000).steps.tolist() == list(range(10))
+        assert r.scalar_points("a", 2000, (0, 100)).total == 0
+        assert r.recorded_steps("scalars").tolist() == list(range(10))
+        _chunks_hold_the_rows(r, monkeypatch, "b")
+
+
+def test_a_failure_for_one_scalar_is_one_warning_and_every_other_summary_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = scalar_chunks._repack
+
+    def failing(conn: sqlite3.Connection, name: str, *args: Any) -> None:
+        if name == "a":
+            raise sqlite3.OperationalError("disk I/O error")
+        real(conn, name, *args)
+
+    monkeypatch.setattr(scalar_chunks, "_repack", failing)
+    run = tmp_path / "run"
+    w = Writer(run, commit_interval=10)
+    w.insert("scalars", [(n, s, float(s), 0.0) for n in ("a", "b") for s in range(10)])
+    with pytest.warns(RunFileWarning, match="packed chunks of scalar 'a'.*the rows are stored"):
+        w.flush()  # the rows are all written: no WriterError
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once per writer
+        w.insert("scalars", [(n, s, float(s), 0.0) for n in ("a", "b") for s in range(10, 20)])
+        w.flush()
+        w.close()
+    with Reader(run) as r:
+        assert r.scalars("a")["step"].tolist() == list(range(20))
+        assert r.scalar_points("b", 2000).steps.tolist() == list(range(20))
+        assert r.recorded_steps("scalars").tolist() == list(range(20))
+        summary = r.scalar_summary("a", 2)  # its buckets, kept
+        assert summary.width > 0 and summary.total == 20
+        _chunks_hold_the_rows(r, monkeypatch, "b")
+
+
+def test_each_row_of_a_commit_is_noted_on_its_own(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    w = Writer(run)
+    w.insert("scalars", [("a", 1, 1.0, 0.0), ("a", None, 2.0, 0.0), ("a", 500, 5.0, 0.0)])
+    with pytest.raises(WriterError, match="1 of 3 row"):  # the row SQLite refused
+        w.close()
+    with Reader(run) as r:
+        assert r.scalar_points("a", 100, (0, 1000)).steps.tolist() == [1, 500]
+        assert r.recorded_steps("scalars").tolist() == [1, 500]
+
+
+def test_steps_handed_to_the_writer_as_bools_whole_floats_or_below_zero_are_summarised_as_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = tmp_path / "run"
+    with Writer(run, commit_interval=10) as w:
+        w.insert("scalars", [("x", s, float(s), 0.0) for s in range(0, 40)])
+        w.flush()
+        w.insert("scalars", [("x", s, float(s), 0.0) for s in range(-20, 0)])
+        w.insert("scalars", [("x", True, 7.0, 0.0), ("x", 41.0, 41.0, 0.0)])
+    with Reader(run) as r:
+        assert r.recorded_steps("scalars").tolist() == list(range(-20, 40)) + [41]
+        for window in [(-20, 41), (-5, 5), (-16, -1)]:
+            for points in (2, 5, 2000):
+                got = r.scalar_points("x", points, window)
+                want = _as_before(
+                    r, monkeypatch, lambda p=points, w=window: r.scalar_points("x", p, w)
+                )
+                _same_points(got, want)
+        assert r.scalar_points("x", 2000, (1, 1)).values.tolist() == [7.0]
+
+
+def test_a_zoom_never_returns_more_than_max_points_while_a_writer_commits(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    with Writer(run, commit_interval=10) as w, Reader(run, must_exist=False) as r:
+        w.insert("scalars", [("a", s, float(s), 0.0) for s in range(0, 4000, 4)])
+        w.flush()
+        real = r._q
+
+        def q(sql: str, params: Any = ()) -> list[tuple]:
+            got = real(sql, params)
+            if sql == scalar_chunks.BUCKET_CHUNKS_SQL:  # a commit between the zoom's reads
+                w.insert("scalars", [("a", s, float(s), 0.0) for s in range(1, 4000, 4)])
+                w.flush()
+            return got
+
+        r._q = q  # type: ignore[method-assign]
+        during = r.scalar_points("a", 1500, (0, 3999))
+        r._q = real  # type: ignore[method-assign]
+        after = r.scalar_points("a", 1500, (0, 3999))
+    assert len(during.steps) <= 1500  # the buckets read before that commit
+    assert during.total == 1000 and during.width > 0
+    assert after.total == 2000 and after.width > 0 and len(after.steps) <= 1500
+
+
+def test_a_bucket_chunk_counting_impossible_rows_is_a_clear_error(tmp_path: Path) -> None:
+    with Writer(tmp_path / "run") as w:
+        w.insert("scalars", [("x", s, 1.0, 0.0) for s in range(400)])
+    rec = np.zeros(2, scalar_chunks.BUCKET_DTYPE)
+    rec["bucket"], rec["n"], rec["min"], rec["max"] = [0, 1], [2**62, 2**62], np.nan, np.nan
+    conn = sqlite3.connect(tmp_path / "run" / DB_NAME)
+    with conn:
+        conn.execute(
+            "UPDATE scalar_bucket_chunks SET buckets = ? WHERE level = 0 AND chunk = 0",
+            (rec.tobytes(),),
+        )
+    conn.close()
+    with Reader(tmp_path / "run") as r:
+        with pytest.raises(RunFileError, match="counts 4611686018427387904 rows in a bucket"):
+            r.scalar_points("x", 300, (0, 399))
+
+
+def test_a_commit_reads_the_chunks_of_each_scalar_in_one_statement(tmp_path: Path) -> None:
+    names = [f"m{i:02d}" for i in range(40)]
+    statements: list[str] = []
+    with Writer(tmp_path / "run", commit_interval=10) as w:
+        for step in range(3):
+            statements.clear()
+            w._state.conn.set_trace_callback(statements.append)
+            w.insert("scalars", [(n, step, 0.5, 0.0) for n in names])
+            w.flush()
+            w._state.conn.set_trace_callback(None)
+            chunks = [s for s in statements if "_chunks" in s]
+            assert len(chunks) <= len(names) + 4, len(chunks)  # one read each, writes together

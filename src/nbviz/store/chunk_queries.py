@@ -31,7 +31,8 @@ __all__ = ["ChunkQueries", "ScalarPoints"]
 class ScalarPoints(NamedTuple):
     """One scalar's points over a step range (``scalar_points``): ``total`` rows in the range
     (whole buckets when ``width`` > 0, the steps per bucket; 0: rows as logged), ``steps``
-    int64, sorted, and ``values`` float64, NaN where the series held a non-finite value."""
+    int64, sorted, and ``values`` float64 as logged: +-Inf as +-Inf, NaN as NaN (a bucket's
+    points also hold a NaN at its first non-finite step, where a line breaks)."""
 
     total: int
     width: int
@@ -48,7 +49,7 @@ class ChunkQueries(ReaderBase):
         """``scalar_points`` from the chunks: the steps of ``lo..hi`` when at most
         ``max_points`` fall in it, else the points of its buckets of ``level``."""
         width = LEVEL_WIDTHS[level]
-        buckets = None
+        buckets, total = None, 0
         if hi - lo >= max_points:  # one row per step: a shorter window holds few enough
             first, last = lo // width, hi // width
             blobs = self._q(
@@ -56,14 +57,18 @@ class ChunkQueries(ReaderBase):
                 (name, level, first // BUCKETS_PER_CHUNK, last // BUCKETS_PER_CHUNK),
             )
             buckets = bucket_records(blobs, first, last)
-        if buckets is None or int(buckets["n"].sum()) <= max_points:
+            total = int(buckets["n"].sum())  # at most 2**53 (bucket_records checks)
+        if buckets is None or total <= max_points:
             rows = self._q(STEP_CHUNKS_SQL, (name, lo // CHUNK_STEPS, hi // CHUNK_STEPS))
             if not rows:
                 self._check_scalar(name)
             inside, steps, values = step_points(rows, lo, hi, edges)
-            return ScalarPoints(inside, 0, steps, values)
+            # a writer may have committed between the two reads: past max_points the
+            # buckets read first stand for the window, as that commit left them
+            if buckets is None or inside <= max_points:
+                return ScalarPoints(inside, 0, steps, values)
         steps, values = bucket_points(buckets)
-        return ScalarPoints(int(buckets["n"].sum()), width, steps, values)
+        return ScalarPoints(total, width, steps, values)
 
     def _check_scalar(self, name: str) -> None:
         """ValueError naming close matches when no scalar is called ``name``."""

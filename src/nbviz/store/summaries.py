@@ -1,7 +1,10 @@
 """Summaries the writer keeps as a run is written, so that views read a bounded amount.
 
 Three kinds, all brought up to date in the writer thread inside the transaction
-that wrote the rows they summarise (so a reader never sees one without the other):
+that wrote the rows they summarise (so a reader sees them as of the same commit as
+the rows). They are derived data: a failure to bring one source's or one scalar's
+up to date never stops the others, nor loses a row; the writer says it once, with a
+RunFileWarning, and that source's summaries stay as they were:
 
 - **buckets**: every scalar (``scalar_buckets``) and every layer statistics series
   (``stat_buckets``) summarised in buckets of 16, 256, 4096, 65536 and 1048576
@@ -19,11 +22,13 @@ that wrote the rows they summarise (so a reader never sees one without the other
   ``(start, stride, count)``; a run recorded every k steps is one row.
 
 The SQL of the buckets and step runs runs in SQLite's C code, without Python's
-global lock; packing the chunks is numpy work on the rows a commit touched.
+global lock; packing the chunks is Python work on the few rows a commit touched, read
+with one statement per scalar and written together.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -37,6 +42,8 @@ __all__ = ["StepRuns", "Touched", "refresh", "rebuild_all"]
 
 _FAN = 16  # buckets of one level in a bucket of the next
 _FIN = "CASE WHEN abs({0}) < 1e999 THEN {0} END"  # the value if finite, else NULL
+# ``{0} // 16`` as Python floors it (SQLite's ``/`` truncates: step -1 is in bucket -1, not 0)
+_DIV = f"(({{0}} - ({{0}} < 0) * {_FAN - 1}) / {_FAN})"
 
 _SCALAR_COLUMNS = (
     "name, level, bucket, first_step, last_step, n, n_finite, total, min, min_step, "
@@ -55,7 +62,7 @@ SELECT :name, 0, g.b, g.first, g.last, g.n, g.nf, g.total, g.mn,
   g.bf, g.bl,
   (SELECT CASE WHEN value IS NULL THEN 0 WHEN value > 0 THEN 1 ELSE -1 END
      FROM scalars WHERE name = :name AND step = g.bf)
-FROM (SELECT step / {_FAN} AS b, min(step) AS first, max(step) AS last, count(*) AS n,
+FROM (SELECT {_DIV.format("step")} AS b, min(step) AS first, max(step) AS last, count(*) AS n,
         count(f) AS nf, sum(f) AS total, min(f) AS mn, max(f) AS mx,
         min(CASE WHEN f IS NULL THEN step END) AS bf,
         max(CASE WHEN f IS NULL THEN step END) AS bl
@@ -78,7 +85,7 @@ SELECT :name, :level, g.b, g.first, g.last, g.n, g.nf, g.total, g.mn,
   (SELECT last FROM scalar_buckets WHERE name = :name AND level = :below AND bucket = g.lb),
   g.bf, g.bl,
   (SELECT bad_kind {_CHILDREN} AND bad_first = g.bf LIMIT 1)
-FROM (SELECT bucket / {_FAN} AS b, min(first_step) AS first, max(last_step) AS last,
+FROM (SELECT {_DIV.format("bucket")} AS b, min(first_step) AS first, max(last_step) AS last,
         sum(n) AS n, sum(n_finite) AS nf, sum(total) AS total, min(min) AS mn,
         max(max) AS mx, max(bucket) AS lb, min(bad_first) AS bf, max(bad_last) AS bl
       FROM scalar_buckets WHERE name = :name AND level = :below AND bucket BETWEEN :lo AND :hi
@@ -87,23 +94,23 @@ FROM (SELECT bucket / {_FAN} AS b, min(first_step) AS first, max(last_step) AS l
 
 _STAT_LEVEL0 = f"""
 INSERT OR REPLACE INTO stat_buckets
-SELECT 0, step / {_FAN}, sid, min(step), max(step), count(*),
+SELECT 0, {_DIV.format("step")}, sid, min(step), max(step), count(*),
   sum({_FIN.format("mean")}), count({_FIN.format("mean")}),
   sum({_FIN.format("std")}), count({_FIN.format("std")}),
   min(min), max(max), max(norm),
   sum({_FIN.format("zero_frac")}), count({_FIN.format("zero_frac")}),
   sum({_FIN.format("rel")}), count({_FIN.format("rel")}),
   sum(nonfinite)
-FROM layer_stats WHERE step BETWEEN :lo AND :hi GROUP BY step / {_FAN}, sid
+FROM layer_stats WHERE step BETWEEN :lo AND :hi GROUP BY {_DIV.format("step")}, sid
 """
 
 _STAT_LEVEL = f"""
 INSERT OR REPLACE INTO stat_buckets
-SELECT :level, bucket / {_FAN}, sid, min(first_step), max(last_step), sum(n),
+SELECT :level, {_DIV.format("bucket")}, sid, min(first_step), max(last_step), sum(n),
   sum(mean_total), sum(mean_n), sum(std_total), sum(std_n), min(min), max(max), max(norm),
   sum(zero_total), sum(zero_n), sum(rel_total), sum(rel_n), sum(nonfinite)
 FROM stat_buckets WHERE level = :below AND bucket BETWEEN :lo AND :hi
-GROUP BY bucket / {_FAN}, sid
+GROUP BY {_DIV.format("bucket")}, sid
 """
 
 
@@ -118,6 +125,18 @@ def _ranges(ids: Iterable[int]) -> list[tuple[int, int]]:
     return out
 
 
+def _step(v: Any) -> int | float | None:
+    """A step as an INTEGER column stores it: an int (a bool, or a whole float within
+    int64, made one), a float otherwise; None for what SQLite refuses as a step."""
+    if type(v) is int:
+        return v if -(1 << 63) <= v < 1 << 63 else None
+    if type(v) is bool:
+        return int(v)
+    if type(v) is float and math.isfinite(v):
+        return int(v) if v == int(v) and -(2.0**63) <= v < 2.0**63 else v
+    return None
+
+
 @dataclass
 class Touched:
     """What one batch of writes touched: finest buckets, and steps per source."""
@@ -127,21 +146,32 @@ class Touched:
     steps: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
 
     def note(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Record the rows of ``table`` about to be written (in Writer.insert's order)."""
-        try:
-            if table == "scalars":
-                for name, step, *_ in rows:
+        """Record the rows of ``table`` about to be written (in Writer.insert's order).
+
+        Each row on its own: one whose step SQLite will refuse (none, not a number, beyond
+        int64) is left out here and reported when it is inserted; the rows after it count.
+        """
+        if table == "scalars":
+            for row in rows:
+                name, step = row[0], row[1]
+                if type(step) is not int:
+                    step = _step(step)
+                    if step is None:
+                        continue
+                if isinstance(name, str):
                     self.scalars[name].add(step // _FAN)
-                    self.steps["scalars"].add(step)
-            elif table == "layer_stats":
-                for row in rows:
-                    self.stats.add(row[0] // _FAN)
-                    self.steps[f"stats:{row[2]}"].add(row[0])
-            elif table == "histograms":
-                for row in rows:
-                    self.steps[f"histograms:{row[2]}"].add(row[0])
-        except TypeError:
-            pass  # a row that is not a step: refused by SQLite, and reported, when inserted
+                self.steps["scalars"].add(step)
+        elif table in ("layer_stats", "histograms"):
+            label = "stats" if table == "layer_stats" else "histograms"
+            for row in rows:
+                step, signal = row[0], row[2]
+                if type(step) is not int:
+                    step = _step(step)
+                    if step is None:
+                        continue
+                if label == "stats":
+                    self.stats.add(step // _FAN)
+                self.steps[f"{label}:{signal}"].add(step)
 
     def __bool__(self) -> bool:
         return bool(self.scalars or self.stats or self.steps)
@@ -158,19 +188,32 @@ def _up_levels(conn: sqlite3.Connection, sql: str, finest: Iterable[int], **key:
             )
 
 
-def refresh_buckets(conn: sqlite3.Connection, touched: Touched) -> None:
-    """Recompute the buckets that ``touched`` falls in, finest first."""
+#: What could not be brought up to date, and why: ``(what, error)``.
+Problems = list[tuple[str, Exception]]
+
+
+def refresh_buckets(conn: sqlite3.Connection, touched: Touched) -> Problems:
+    """Recompute the buckets that ``touched`` falls in, finest first; a failure for one
+    scalar never stops the others (returned, with why)."""
+    problems: Problems = []
     for name, buckets in touched.scalars.items():
         if not isinstance(name, str):
             continue
-        for lo, hi in _ranges(buckets):
-            conn.execute(
-                _SCALAR_LEVEL0, {"name": name, "lo": lo * _FAN, "hi": hi * _FAN + _FAN - 1}
-            )
-        _up_levels(conn, _SCALAR_LEVEL, buckets, name=name)
-    for lo, hi in _ranges(touched.stats):
-        conn.execute(_STAT_LEVEL0, {"lo": lo * _FAN, "hi": hi * _FAN + _FAN - 1})
-    _up_levels(conn, _STAT_LEVEL, touched.stats)
+        try:
+            for lo, hi in _ranges(buckets):
+                conn.execute(
+                    _SCALAR_LEVEL0, {"name": name, "lo": lo * _FAN, "hi": hi * _FAN + _FAN - 1}
+                )
+            _up_levels(conn, _SCALAR_LEVEL, buckets, name=name)
+        except Exception as exc:  # noqa: BLE001 - derived data: said, and the others go on
+            problems.append((f"the buckets of scalar {name!r}", exc))
+    try:
+        for lo, hi in _ranges(touched.stats):
+            conn.execute(_STAT_LEVEL0, {"lo": lo * _FAN, "hi": hi * _FAN + _FAN - 1})
+        _up_levels(conn, _STAT_LEVEL, touched.stats)
+    except Exception as exc:  # noqa: BLE001
+        problems.append(("the buckets of the layer statistics", exc))
+    return problems
 
 
 class StepRuns:
@@ -182,6 +225,10 @@ class StepRuns:
     def clear(self) -> None:
         """Forget what is cached (a transaction was rolled back)."""
         self._last.clear()
+
+    def forget(self, source: str) -> None:
+        """Forget what is cached of ``source`` (its rows of ``step_runs`` are read again)."""
+        self._last.pop(source, None)
 
     def _load(self, conn: sqlite3.Connection, source: str) -> list[int] | None:
         if source not in self._last:
@@ -226,14 +273,26 @@ class StepRuns:
         )
 
 
-def refresh(conn: sqlite3.Connection, touched: Touched, runs: StepRuns) -> None:
-    """Bring every summary up to date with the rows ``touched`` describes."""
-    refresh_buckets(conn, touched)
-    refresh_chunks(conn, touched.scalars)
+def refresh(conn: sqlite3.Connection, touched: Touched, runs: StepRuns) -> Problems:
+    """Bring every summary up to date with the rows ``touched`` describes: the step runs,
+    the buckets, then the chunks packed from the buckets. Summaries are derived data: a
+    failure for one source or scalar never stops the others, and is returned with why
+    (the rows themselves are written by then)."""
+    problems: Problems = []
     for source, steps in touched.steps.items():
         good = [s for s in steps if type(s) is int]
         if good:
-            runs.add(conn, source, good)
+            try:
+                runs.add(conn, source, good)
+            except Exception as exc:  # noqa: BLE001 - derived data: said, the others go on
+                runs.forget(source)
+                problems.append((f"the step runs of {source!r}", exc))
+    problems += refresh_buckets(conn, touched)
+    problems += [
+        (f"the packed chunks of scalar {name!r}", exc)
+        for name, exc in refresh_chunks(conn, touched.scalars)
+    ]
+    return problems
 
 
 def rebuild_all(conn: sqlite3.Connection) -> None:
@@ -250,7 +309,9 @@ def rebuild_all(conn: sqlite3.Connection) -> None:
     first, last = conn.execute("SELECT min(step), max(step) FROM layer_stats").fetchone()
     if first is not None:
         touched.stats = set(range(first // _FAN, last // _FAN + 1))
-    refresh_buckets(conn, touched)
+    problems = refresh_buckets(conn, touched)
+    if problems:
+        raise problems[0][1]
     runs = StepRuns()
     sources = [
         ("scalars", "SELECT DISTINCT step FROM scalars ORDER BY step", ()),

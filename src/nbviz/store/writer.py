@@ -1,6 +1,6 @@
 """The run store's writer: one background thread that commits rows in batches.
 
-About 500 lines because the queue, the batching and the failure handling share one
+About 550 lines because the queue, the batching and the failure handling share one
 thread's state; the row encoding and the summaries are already apart
 (:mod:`nbviz.store.encoding`, :mod:`nbviz.store.summaries`).
 
@@ -13,7 +13,9 @@ a thread that wakes for every insert would take the GIL from a training loop
 dozens of times per step. A process that dies loses at most what was not yet
 committed.
 An error in the thread is kept and raised, with the table and the cause, by
-the next ``insert``, ``flush`` or ``close``.
+the next ``insert``, ``flush`` or ``close``. A failure to keep the summaries
+(derived from rows that are stored) is not an error: the next of those calls
+warns of the first one with a RunFileWarning, once per writer.
 """
 
 from __future__ import annotations
@@ -123,6 +125,8 @@ class _State:
     ids: SeriesIds = field(default_factory=SeriesIds)  # the writer thread's alone
     runs: StepRuns = field(default_factory=StepRuns)  # the writer thread's alone
     by_close: bool = False  # shut down by Writer.close, which raises what went wrong
+    notice: str | None = None  # summaries that could not be kept: warned once, not raised
+    noticed: bool = False  # the notice was given (once per writer)
 
 
 def _record(state: _State, message: str, exc: BaseException) -> None:
@@ -136,6 +140,21 @@ def _record(state: _State, message: str, exc: BaseException) -> None:
             state.error = err
         else:
             state.more_errors += 1
+
+
+def _notice(state: _State, problems: list[tuple[str, Exception]]) -> None:
+    """Keep the first failure to update the summaries, for one RunFileWarning: they are
+    derived from rows that are stored, so nothing the caller wrote was lost."""
+    with state.cond:
+        if state.noticed or state.notice is not None:
+            return
+        what, exc = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        state.notice = (
+            f"{db_path(state.where)}: {what}{more} could not be brought up to date "
+            f"({type(exc).__name__}: {exc}); the rows are stored, but views that read "
+            "these summaries may miss what was written since (said once per writer)"
+        )
 
 
 def _chunk_sizes(conn: sqlite3.Connection, table: str) -> list[int]:
@@ -226,9 +245,11 @@ def _execute(state: _State, items: list[_Item], sizes: dict[str, list[int]]) -> 
         i = j
     if touched:
         try:
-            refresh(state.conn, touched, state.runs)
-        except Exception as exc:  # noqa: BLE001 - kept and re-raised on the next call
-            _record(state, "updating the run's summaries", exc)
+            problems = refresh(state.conn, touched, state.runs)
+        except Exception as exc:  # noqa: BLE001 - derived data: warned of on the next call
+            problems = [("the run's summaries", exc)]
+        if problems:
+            _notice(state, problems)
 
 
 def _commit(state: _State) -> None:
@@ -307,6 +328,8 @@ def _shutdown(state: _State, thread: threading.Thread, at_exit: bool = False) ->
     # the run becomes one self-contained file: log folded in, WAL mode left when alone
     problem = close_writer(state.conn, db_path(state.where))
     state.closed = True
+    if at_exit and not state.by_close and state.notice is not None:
+        print(f"nbviz: {state.notice}", file=sys.stderr)
     if at_exit and not state.by_close and (state.error is not None or state.fatal is not None):
         print(f"nbviz: {state.fatal or state.error}", file=sys.stderr)
     if problem:
@@ -386,6 +409,12 @@ class Writer(Closing):
     def _raise_pending(self) -> None:
         state = self._state
         with state.cond:
+            notice, state.notice = state.notice, None
+            if notice is not None:
+                state.noticed = True
+        if notice is not None:
+            warn_run_file(notice)
+        with state.cond:
             if state.fatal is not None:
                 raise state.fatal
             err, more = state.error, state.more_errors
@@ -441,7 +470,7 @@ class Writer(Closing):
 
     def _enqueue(self, op: str, table: str, rows: Any, nrows: int, nbytes: int) -> None:
         state = self._state
-        if state.error is not None or state.fatal is not None or state.closing:
+        if state.error is not None or state.fatal is not None or state.closing or state.notice:
             self._check_open("insert" if op == "insert" else "execute")
         with state.cond:
             while (
