@@ -409,18 +409,17 @@ def test_each_row_of_a_commit_is_noted_on_its_own(tmp_path: Path) -> None:
         assert r.recorded_steps("scalars").tolist() == [1, 500]
 
 
-def test_steps_handed_to_the_writer_as_bools_whole_floats_or_below_zero_are_summarised_as_stored(
+def test_steps_handed_to_the_writer_as_bools_or_whole_floats_are_summarised_as_stored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = tmp_path / "run"
     with Writer(run, commit_interval=10) as w:
-        w.insert("scalars", [("x", s, float(s), 0.0) for s in range(0, 40)])
+        w.insert("scalars", [("x", s, float(s), 0.0) for s in range(2, 40)])
         w.flush()
-        w.insert("scalars", [("x", s, float(s), 0.0) for s in range(-20, 0)])
         w.insert("scalars", [("x", True, 7.0, 0.0), ("x", 41.0, 41.0, 0.0)])
     with Reader(run) as r:
-        assert r.recorded_steps("scalars").tolist() == list(range(-20, 40)) + [41]
-        for window in [(-20, 41), (-5, 5), (-16, -1)]:
+        assert r.recorded_steps("scalars").tolist() == [1, *range(2, 40), 41]
+        for window in [(0, 41), (1, 5), (30, 41)]:
             for points in (2, 5, 2000):
                 got = r.scalar_points("x", points, window)
                 want = _as_before(
@@ -428,6 +427,14 @@ def test_steps_handed_to_the_writer_as_bools_whole_floats_or_below_zero_are_summ
                 )
                 _same_points(got, want)
         assert r.scalar_points("x", 2000, (1, 1)).values.tolist() == [7.0]
+
+
+def test_steps_below_zero_put_in_by_hand_are_refused_where_they_are_read(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    with Writer(run, commit_interval=10) as w:  # run.log refuses them; the writer stores them
+        w.insert("scalars", [("x", s, float(s), 0.0) for s in range(-20, 40)])
+    with Reader(run) as r, pytest.raises(RunFileError, match="-20, outside 0..2"):
+        r.recorded_steps("scalars")
 
 
 def test_a_zoom_never_returns_more_than_max_points_while_a_writer_commits(tmp_path: Path) -> None:
