@@ -251,6 +251,12 @@ class HeadStats:
         """Whether the mode is entered (during a captured forward, or left stale)."""
         return self._mode is not None
 
+    def aside(self) -> _Aside:
+        """A context in which the probe's own ops, run by its hooks during the captured
+        forward, bypass the mode: each op handed to it costs a Python call (a few
+        microseconds), and a capture's statistics are most of the forward's ops."""
+        return _Aside(self._mode)
+
     def wants(self, module: str) -> bool:
         """Whether calls of ``module`` are measured: it, a submodule or an owner is watched."""
         got = self._wanted.get(module)
@@ -411,6 +417,31 @@ class HeadStats:
                 rows.append((int(step), name, signal, v.astype("<f4").tobytes()))
         self._taken = []
         return rows, grew or len(self.notes) > notes
+
+
+class _Aside:
+    """Takes ``mode`` off the top of the torch function mode stack until the block ends
+    (a mode entered above it stays, and so does ``mode`` then)."""
+
+    __slots__ = ("_mode", "_taken")
+
+    def __init__(self, mode: TorchFunctionMode | None) -> None:
+        self._mode = mode
+        self._taken = False
+
+    def __enter__(self) -> None:
+        if self._mode is None or not torch._C._len_torch_function_stack():
+            return
+        top = torch._C._pop_torch_function_stack()
+        if top is self._mode:
+            self._taken = True
+        else:
+            torch._C._push_on_torch_function_stack(top)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._taken:
+            self._taken = False
+            torch._C._push_on_torch_function_stack(self._mode)
 
 
 def _leave(mode: TorchFunctionMode) -> None:
