@@ -32,12 +32,13 @@ Cost, bounded: per call one copy of the head tensor with the heads as rows and
 three reductions along them (the squares' sum, the largest magnitude, the ~0
 count; 0.1 ms for 8 x 4 heads x 64 tokens x 32 on one CPU thread), kept on the
 device and copied to the host with the step's other statistics; the mode's
-dispatch of each torch call of the captured forward (a few microseconds each,
-most of them for the probe's own statistics); hooks naming the modules, on during
-that forward only. Measured in CPU time on one thread, a capture step of the
-reference GPT and encoder costs 7-9% more (about 7 ms each), under 0.5% of training at
-``every=50``. A model whose captured forward made no attention call (an MLP, a
-CNN) pays it once: the mode stays off until its module set changes, or for
+dispatch of each of the model's own torch calls in the captured forward (a few
+microseconds each: the probe's hooks measure outside it, :meth:`HeadStats.aside`);
+hooks naming the modules, on during that forward only. Measured in CPU time on
+one thread, a capture step of the reference GPT and encoder costs 7-9% more
+(about 7 ms each), under 0.5% of training at ``every=50``. A model whose captured
+forward made no attention call (an MLP, a CNN) pays it once: the mode stays off
+until its module set changes, or for
 :data:`RECHECK` captures. ``run.watch(model, heads=False)`` leaves it all out.
 Not recorded under ``torch.compile`` (the mode would break the compiled graph),
 while a submodule is compiled on its own, nor across several ranks. A forward

@@ -18,9 +18,11 @@ Two ways to read a tensor:
   finite the host recomputes that tensor the ``clean`` way (a rare, second copy).
 
 On the CPU there is no device to wait for: reading a 0-d result costs what an op
-costs. There both ways start with ``aminmax`` and read it; a finite tensor (the
-common case) then skips the cleaning and the non-finite count (half the element
-passes), a non-finite one takes the ``clean`` way at once. On accelerators the
+costs. There both ways start with ``aminmax`` and read it (an output whose units'
+peaks are kept starts with each unit's largest and smallest value instead, which
+tell the extremes as well); a finite tensor (the common case) then skips the
+cleaning and the non-finite count (half the element passes), a non-finite one
+takes the ``clean`` way at once. On accelerators the
 branch-free ways above are used, so nothing waits for the device before the
 step's one copy.
 
