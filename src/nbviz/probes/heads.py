@@ -36,10 +36,10 @@ dispatch of each of the model's own torch calls in the captured forward (a few
 microseconds each: the probe's hooks measure outside it, :meth:`HeadStats.aside`);
 hooks naming the modules, on during that forward only. Measured in CPU time on
 one thread, a capture step of the reference GPT costs about 2% more (1.5 ms), the
-encoder's about 5% (4.5 ms), under 0.2% of training at ``every=50``. A model whose captured
-forward made no attention call (an MLP, a CNN) pays it once: the mode stays off
-until its module set changes, or for
-:data:`RECHECK` captures. ``run.watch(model, heads=False)`` leaves it all out.
+encoder's about 5% (4.5 ms), under 0.2% of training at ``every=50``. A model
+whose captured forward made no attention call (an MLP, a CNN) pays it once: the
+mode stays off until its module set changes, or for :data:`RECHECK` captures.
+``run.watch(model, heads=False)`` leaves it all out.
 Not recorded under ``torch.compile`` (the mode would break the compiled graph),
 while a submodule is compiled on its own, nor across several ranks. A forward
 cut short by a ``BaseException`` other than ``Exception`` (``KeyboardInterrupt``:
