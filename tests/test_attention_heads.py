@@ -481,3 +481,47 @@ def test_the_layer_browser_keeps_the_well_formed_heads_entries(gpt_run, tmp_path
     heads = [r for r in view.layers if r.get("type") == "heads"]
     assert [r["name"] for r in heads] == ["blocks.0.attn/heads"]
     assert "1 malformed entry of the meta 'heads' left out ('x')" in view.notice
+
+
+def test_the_probes_own_statistics_are_not_handed_to_the_heads_mode(tmp_path, monkeypatch):
+    from nbviz.probes import heads as heads_module
+
+    seen: list[object] = []
+    original = heads_module._HeadsMode.__torch_function__
+
+    def counting(self, func, types, args=(), kwargs=None):
+        seen.append(func)
+        return original(self, func, types, args, kwargs)
+
+    monkeypatch.setattr(heads_module._HeadsMode, "__torch_function__", counting)
+    model = small_gpt()
+    with nbviz.Run(tmp_path / "run") as run:
+        train("gpt", model, 2, run, every=1)
+        assert run.unit_stats("blocks.0.attn/heads", "head_rms")[0].tolist() == [0, 1]
+        assert len(run.stats_at(1)) > 0
+    # the model's own calls pass through the mode; the statistics' reductions do not
+    assert F.linear in seen and F.scaled_dot_product_attention in seen
+    assert torch.aminmax not in seen and torch.dot not in seen
+
+
+def test_aside_takes_only_the_heads_mode_off_and_puts_it_back():
+    from torch.overrides import TorchFunctionMode
+
+    from nbviz.probes.heads import _Aside
+
+    ours, other = TorchFunctionMode(), TorchFunctionMode()
+    with ours:
+        with _Aside(ours):
+            assert torch._C._len_torch_function_stack() == 0
+        assert torch._C._len_torch_function_stack() == 1
+        with other:  # a mode entered above it stays, and so does the heads' mode
+            with _Aside(ours):
+                assert torch._C._len_torch_function_stack() == 2
+            assert torch._C._len_torch_function_stack() == 2
+        with pytest.raises(RuntimeError, match="inside"):
+            with _Aside(ours):
+                raise RuntimeError("inside")
+        assert torch._C._len_torch_function_stack() == 1
+    assert torch._C._len_torch_function_stack() == 0
+    with _Aside(None):
+        assert torch._C._len_torch_function_stack() == 0

@@ -203,3 +203,52 @@ def test_a_non_finite_small_tensor_sends_the_batch_the_clean_way():
         got = st.summarize(results[("bias 2", signal)].stats)
         assert got["mean"] == pytest.approx(float(clean.double().mean()), rel=1e-5)
         assert got["nonfinite"] == 0
+
+
+@pytest.mark.parametrize("n", [1000, ts.SCRATCH_MIN, 3 * ts.SCRATCH_MIN + 5])
+def test_tensors_without_units_count_their_nonzero_values_exactly(n):
+    """Below and above the scratch buffer's size (where the count takes another way),
+    -0.0 counted as zero, measured clean (gradients) and raw (weights)."""
+    torch.manual_seed(2)
+    x = torch.randn(n)
+    x[::3] = 0.0
+    x[1::7] = -0.0
+    capture = st.StepCapture(BINS, ts.Scratch())
+    capture.add_clean(("l", "gradient"), x.view(-1, 5) if n % 5 == 0 else x)
+    capture.add_raw(("l", "weight"), x.clone())
+    flat, _ = capture.to_host()
+    results = st.combine(capture.entries, flat)
+    expected = expected_summary(x)
+    for signal in ("gradient", "weight"):
+        got = st.summarize(results[("l", signal)].stats)
+        assert got["zero_frac"] == expected["zero_frac"]
+        for key in ("count", "mean", "std", "min", "max", "norm"):
+            assert got[key] == pytest.approx(expected[key], rel=1e-5, abs=1e-6), (signal, key)
+
+
+@pytest.mark.parametrize("kind", ["signed", "nonnegative", "all negative", "nan", "inf"])
+def test_unit_peaks_and_extremes_from_each_units_largest_and_smallest_value(kind):
+    """Each unit's peak is max |x|, the tensor's min and max those of all its values;
+    a non-finite value sends it the clean way (and is counted)."""
+    torch.manual_seed(3)
+    x = torch.randn(4, 6, 10)
+    if kind == "nonnegative":
+        x = x.relu()
+    elif kind == "all negative":
+        x = -x.abs() - 0.5
+    x[:, :, 3] = -0.0  # a dead unit
+    if kind == "nan":
+        x[1, 2, 5] = float("nan")
+    elif kind == "inf":
+        x[2, 1, 6] = float("-inf")
+    capture = st.StepCapture(BINS, ts.Scratch())
+    capture.add_clean(("l", "activation"), x, 2, None, peaks=True)
+    flat, _ = capture.to_host()
+    res = st.combine(capture.entries, flat)[("l", "activation")]
+    finite = torch.isfinite(x)
+    clean = torch.where(finite, x, torch.zeros(()))
+    got = st.summarize(res.stats)
+    assert got["min"] == clean[finite].min().item() and got["max"] == clean[finite].max().item()
+    assert got["nonfinite"] == int((~finite).sum())
+    np.testing.assert_array_equal(res.unit_peak, clean.abs().amax(dim=(0, 1)).numpy())
+    np.testing.assert_array_equal(res.unit_nonzero, (clean != 0).sum(dim=(0, 1)).numpy())

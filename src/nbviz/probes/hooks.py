@@ -33,6 +33,7 @@ from nbviz.probes.heads import HeadStats
 from nbviz.probes.outputs import describe, find_tensor, path_text
 from nbviz.probes.select import unit_dim
 from nbviz.probes.sentinel import Sentinel
+from nbviz.probes.stats import StepCapture
 
 #: Units beyond this count are not recorded one by one (e.g. a vocabulary's logits).
 MAX_UNITS = 8192
@@ -148,24 +149,37 @@ class ModuleHooks:
             self._sentinel.add(slot, value)
             if capture is None:
                 return
+        elif self._heads is not None and self._heads.on:
+            with self._heads.aside():  # the probe's own ops, not handed to the heads' mode
+                self._measure_output(name, slot, live, capture)
+                self._hook_output_grad(name, live)
+            return
         else:
-            x = live.detach()
-            ud = self._unit_dims.get(name)
-            if ud is not None and (x.dim() <= ud or x.shape[ud] != self._shapes[name][ud]):
-                ud = None  # the unit count changed: statistics only
-            # (batch, tokens, features): each feature's peak too (massive activations)
-            peaks = ud == 2 and x.dim() == 3
-            mask = self._mask
-            if mask is not None and x.dim() >= 3 and x.shape[:2] == mask.shape:
-                x, ud = masked(x, mask, ud)
-            entry = capture.add_clean(
-                (name, "activation"), x, ud, self._hist_for(name, "activation"), peaks
-            )
-            # the statistics tell finiteness too (of the positions kept: with a
-            # mask, the sentinel takes the whole output's sum)
-            self._sentinel.add(
-                slot, entry.witness if x.shape == live.shape else finite.checksum(live)
-            )
+            self._measure_output(name, slot, live, capture)
+        self._hook_output_grad(name, live)
+
+    def _measure_output(
+        self, name: str, slot: int, live: torch.Tensor, capture: StepCapture
+    ) -> None:
+        """A capture step's statistics of a watched output (they give the sentinel its
+        value too)."""
+        x = live.detach()
+        ud = self._unit_dims.get(name)
+        if ud is not None and (x.dim() <= ud or x.shape[ud] != self._shapes[name][ud]):
+            ud = None  # the unit count changed: statistics only
+        # (batch, tokens, features): each feature's peak too (massive activations)
+        peaks = ud == 2 and x.dim() == 3
+        mask = self._mask
+        if mask is not None and x.dim() >= 3 and x.shape[:2] == mask.shape:
+            x, ud = masked(x, mask, ud)
+        entry = capture.add_clean(
+            (name, "activation"), x, ud, self._hist_for(name, "activation"), peaks
+        )
+        # the statistics tell finiteness too (of the positions kept: with a
+        # mask, the sentinel takes the whole output's sum)
+        self._sentinel.add(slot, entry.witness if x.shape == live.shape else finite.checksum(live))
+
+    def _hook_output_grad(self, name: str, live: torch.Tensor) -> None:
         if self._watch_grads and live.requires_grad and name not in self._outputs_only:
             live.register_hook(partial(self._on_output_grad, name))
 

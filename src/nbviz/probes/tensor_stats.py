@@ -18,9 +18,11 @@ Two ways to read a tensor:
   finite the host recomputes that tensor the ``clean`` way (a rare, second copy).
 
 On the CPU there is no device to wait for: reading a 0-d result costs what an op
-costs. There both ways start with ``aminmax`` and read it; a finite tensor (the
-common case) then skips the cleaning and the non-finite count (half the element
-passes), a non-finite one takes the ``clean`` way at once. On accelerators the
+costs. There both ways start with ``aminmax`` and read it (an output whose units'
+peaks are kept starts with each unit's largest and smallest value instead, which
+tell the extremes as well); a finite tensor (the common case) then skips the
+cleaning and the non-finite count (half the element passes), a non-finite one
+takes the ``clean`` way at once. On accelerators the
 branch-free ways above are used, so nothing waits for the device before the
 step's one copy.
 
@@ -125,10 +127,22 @@ def clean_parts(
     n = xf.numel()
     flat = xf.reshape(-1)
     if cheap_to_read(flat):
-        mn, mx = torch.aminmax(flat)
-        lo, hi = mn.item(), mx.item()
-        if math.isfinite(lo) and math.isfinite(hi):
-            return _finite_parts(xf, flat, mn, mx, lo >= 0, unit_dim, hist, scratch, peaks)
+        if peaks and unit_dim is not None:
+            # each unit's largest and smallest value give its peak and the whole
+            # tensor's extremes: two passes, where aminmax, abs and amax take three
+            dims = _other_dims(xf.dim(), unit_dim)
+            top, bottom = xf.amax(dims), xf.amin(dims)
+            mn, mx = torch.aminmax(torch.cat([bottom, top]))  # NaN and infinities reach them
+            lo, hi = mn.item(), mx.item()
+            if math.isfinite(lo) and math.isfinite(hi):
+                # max |x| of a unit is at its largest or its smallest value
+                peak = top if lo >= 0 else torch.maximum(top.abs_(), bottom.abs_())
+                return _finite_parts(xf, flat, mn, mx, lo >= 0, unit_dim, hist, scratch, peak)
+        else:
+            mn, mx = torch.aminmax(flat)
+            lo, hi = mn.item(), mx.item()
+            if math.isfinite(lo) and math.isfinite(hi):
+                return _finite_parts(xf, flat, mn, mx, lo >= 0, unit_dim, hist, scratch, peaks)
     xc = torch.nan_to_num(flat, nan=0.0, posinf=0.0, neginf=0.0)
     # x*0 is 0 exactly where x is finite, NaN elsewhere
     bad = torch.nan_to_num_(flat.mul(0.0), nan=1.0)
@@ -168,12 +182,13 @@ def _finite_parts(
     unit_dim: int | None,
     hist: HistState | None,
     scratch: Scratch | None,
-    peaks: bool = False,
+    peaks: bool | torch.Tensor = False,
 ) -> Parts:
     """``clean_parts`` of a tensor known to be finite: no cleaning, nothing non-finite to count.
 
     The hot path of every capture: positional arguments and a fresh ``sign`` for
     small tensors, as keyword parsing and buffer slicing cost more than the op there.
+    ``peaks``: with ``unit_dim``, True to measure each unit's peak, or the peaks measured.
     """
     n = flat.numel()
     big = scratch is not None and n >= SCRATCH_MIN
@@ -192,17 +207,20 @@ def _finite_parts(
         else:
             vectors.append(nonzero.view(shape).sum(dims))
         vectors.append(xf.sum(dims))
-        if peaks:  # after the per-unit count: the scratch buffer is free again
+        if isinstance(peaks, torch.Tensor):
+            vectors.append(peaks)
+        elif peaks:  # after the per-unit count: the scratch buffer is free again
             vectors.append(unit_peaks(xf, dims, scratch, nonnegative))
         fields: tuple[int, ...] = (SUMSQ, MIN, MAX)
         scalars = [torch.dot(flat, flat), mn, mx]
         hist_in = HistInput(hist, flat, finite=True) if hist is not None else None
         return fields, scalars, vectors, hist_in
-    if big:
-        sign = torch.sign(flat, out=scratch.like(flat))
+    if big:  # 1.0 where nonzero in one write, summed: cheaper than a sign's dot with itself
+        ones = torch.ne(flat, 0, out=scratch.like(flat))
+        nonzero = ones.sum() if n < _EXACT_F32 else ones.sum(dtype=torch.float64)
     else:
         sign = flat.sign()
-    nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
+        nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
     scalars = [flat.sum(), torch.dot(flat, flat), mn, mx, nonzero]
     hist_in = HistInput(hist, flat, finite=True) if hist is not None else None
     return (SUM, SUMSQ, MIN, MAX, NONZERO), scalars, vectors, hist_in
