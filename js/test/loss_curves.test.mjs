@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { yRange } from "../lib/loss_curves/panel.js";
+import { svgCanvas } from "../lib/export.js";
+import { breakLabels, drawPanel, yRange } from "../lib/loss_curves/panel.js";
 import { breakText, isStepShaped, nearestStep, readoutText, smoothedIds, stepRange, styleText } from "../lib/loss_curves/series.js";
 import { HINT, clampDomain, dragWindow, panZoom, zoomAt } from "../lib/loss_curves/zoom.js";
 import { FakeNode } from "./fake_dom.mjs";
@@ -187,5 +188,59 @@ describe("smoothing", () => {
     const long = noisy("big_loss", 100, 400);
     long.total = 40_000; // 40,000 steps sent as 400 buckets: as dense as train_loss
     assert.deepEqual([...smoothedIds([train, long])].sort(), ["big_loss", "train_loss"]);
+  });
+});
+
+describe("break labels", () => {
+  const measure = (/** @type {string} */ t) => t.length * 6;
+  const overlaps = (labels) => labels.some((l, i) => i > 0 && l.left < labels[i - 1].right);
+
+  it("far apart marks each get their own name, right of the mark", () => {
+    const got = breakLabels([{ x: 300, name: "NaN" }, { x: 100, name: "+Inf" }], measure, 480);
+    assert.deepEqual(got.map((l) => [l.text, l.left]), [["+Inf", 106], ["NaN", 306]]);
+  });
+
+  it("close marks share one label that counts them; no two labels overlap", () => {
+    // the diverging run: train +Inf at 8, val +Inf at 8, val -Inf at 10, both NaN from 12 (20 px a step)
+    const marks = [
+      { x: 160, name: "+Inf" }, { x: 160, name: "+Inf" }, { x: 200, name: "-Inf" },
+      { x: 220, name: "+Inf" }, { x: 240, name: "NaN" }, { x: 240, name: "NaN" },
+    ];
+    const got = breakLabels(marks, measure, 480);
+    assert.ok(!overlaps(got), JSON.stringify(got));
+    assert.deepEqual(got.map((l) => l.text), ["+Inf \u00d73, -Inf, NaN \u00d72"]);
+    assert.equal(got[0].marks.length, 6, "every mark is in a label");
+  });
+
+  it("a label near the right edge ends at the edge, merging with one it would then reach", () => {
+    const got = breakLabels([{ x: 440, name: "NaN" }, { x: 470, name: "+Inf" }], measure, 480);
+    assert.ok(got.every((l) => l.right <= 480));
+    assert.ok(!overlaps(got));
+    assert.deepEqual(got.map((l) => l.text), ["NaN, +Inf"]);
+  });
+
+  it("a drawn panel labels the marks of every series once, without overlaps", () => {
+    const b = (...t) => Float64Array.from(t);
+    const train = series("train_loss", [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], [1, 1, 1, 1, 1, 1, 1, 1, Infinity, Infinity, Infinity, Infinity, Number.NaN, Number.NaN], { breaks: b(8, 11, 1, 12, 13, 0), nBreaks: 2 });
+    const val = series("val_loss", [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], [1, 1, 1, 1, 1, 1, 1, 1, Infinity, Infinity, -Infinity, Infinity, Number.NaN, Number.NaN], { breaks: b(8, 9, 1, 10, 10, -1, 11, 11, 1, 12, 13, 0), nBreaks: 4 });
+    const fake = svgCanvas(400, 210);
+    const sx = drawPanel(/** @type {any} */ (fake), {
+      list: [train, val], dataOf: raw, width: 400, domain: [0, 19], log: false, smoothing: 0, smoothed: new Set(), brush: null,
+      step: 0, hover: null, highlight: "", colorOf: () => "#000", theme: { muted: "#666", grid: "#eee", marker: "#000" },
+    });
+    assert.ok(!overlaps(sx.labels), JSON.stringify(sx.labels));
+    assert.equal(sx.labels.reduce((k, l) => k + l.marks.length, 0), 6);
+    const texts = [...fake.body().matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
+    for (const l of sx.labels) assert.ok(texts.includes(l.text), `${l.text} drawn`);
+  });
+
+  it("a stretch that began before the steps in view gets no label cut at the left edge", () => {
+    const s = series("train_loss", [0, 10, 20], [1, Infinity, Infinity], { breaks: Float64Array.from([10, 20, 1]), nBreaks: 1 });
+    const fake = svgCanvas(400, 210);
+    const sx = drawPanel(/** @type {any} */ (fake), {
+      list: [s], dataOf: raw, width: 400, domain: [12, 20], log: false, smoothing: 0, smoothed: new Set(), brush: null,
+      step: 0, hover: null, highlight: "", colorOf: () => "#000", theme: { muted: "#666", grid: "#eee", marker: "#000" },
+    });
+    assert.deepEqual(sx.labels, []);
   });
 });
