@@ -23,15 +23,31 @@ export const GRAB = 14;
  */
 
 /**
- * The axes placed evenly across `width`.
+ * The axes placed evenly across `width`, the first `left` px from the left edge.
  * @param {Axis[]} axes
  * @param {number} width
+ * @param {number} [left]
  * @returns {PlacedAxis[]}
  */
-export function placeAxes(axes, width) {
-  const span = Math.max(1, width - M.left - M.right);
+export function placeAxes(axes, width, left = M.left) {
+  const span = Math.max(1, width - left - M.right);
   const step = axes.length > 1 ? span / (axes.length - 1) : 0;
-  return axes.map((a, i) => ({ ...a, x: Math.round(M.left + i * step) + 0.5 }));
+  return axes.map((a, i) => ({ ...a, x: Math.round(left + i * step) + 0.5 }));
+}
+
+/**
+ * Room to leave left of the first axis: enough for its tick texts (as far as
+ * AXIS_TEXT_MAX characters go), between the usual margin and a fifth of the width.
+ * @param {Axis[]} axes
+ * @param {number} width
+ * @param {(t: string) => number} measure
+ */
+export function leftMargin(axes, width, measure) {
+  const a = axes[0];
+  if (!a) return M.left;
+  const ticks = a.kind === "category" ? (a.categories ?? []).map((_, i) => i) : [a.lo, a.hi];
+  const widest = Math.max(0, ...ticks.map((t) => measure(clipText(tickText(a, t)))));
+  return Math.round(Math.min(Math.max(M.left, widest + 12), width / 5));
 }
 
 /**
@@ -191,7 +207,9 @@ export function cutTextAt(placed, x, y) {
  */
 export function drawParallel(canvas, o, size) {
   const ctx = size(canvas, o.width, PC_HEIGHT);
-  const placed = placeAxes(o.axes, o.width);
+  ctx.font = "11px sans-serif";
+  const measure = (/** @type {string} */ t) => ctx.measureText(t).width;
+  const placed = placeAxes(o.axes, o.width, leftMargin(o.axes, o.width, measure));
   const scales = placed.map(axisScale);
   const metric = placed.find((a) => a.metric);
   const span = metric ? [metric.lo, metric.hi] : [0, 1];
@@ -239,7 +257,6 @@ export function drawParallel(canvas, o, size) {
   ctx.globalAlpha = 1;
   // axes, their names and ends, the brushes
   ctx.font = "11px sans-serif";
-  const measure = (/** @type {string} */ t) => ctx.measureText(t).width;
   placed.forEach((a, k) => {
     const s = scales[k];
     ctx.strokeStyle = o.theme.muted;

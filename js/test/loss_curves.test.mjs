@@ -143,6 +143,46 @@ describe("drag to zoom", () => {
     assert.deepEqual(told.picks, [50.2]);
   });
 
+  it("a release far from the press, with no move reported between, is a drag: it zooms, it picks no step", () => {
+    const { canvas, told } = panel();
+    canvas.fire("pointerdown", { clientX: 100, clientY: 50, pointerId: 1, button: 0 });
+    canvas.fire("pointerup", { clientX: 300, clientY: 50, pointerId: 1, button: 0 });
+    assert.deepEqual(told.domains, [[20, 60]]);
+    assert.deepEqual(told.picks, []);
+  });
+
+  it("a drag straight down, or one that comes back to where it began, neither picks a step nor zooms", () => {
+    const { canvas, told } = panel();
+    canvas.fire("pointerdown", { clientX: 200, clientY: 20 });
+    canvas.fire("pointermove", { clientX: 201, clientY: 120 });
+    canvas.fire("pointerup", { clientX: 201, clientY: 160 });
+    canvas.fire("pointerdown", { clientX: 200, clientY: 50 });
+    canvas.fire("pointermove", { clientX: 260, clientY: 50 });
+    canvas.fire("pointerup", { clientX: 201, clientY: 50 });
+    assert.deepEqual(told.picks, []);
+    assert.deepEqual(told.domains, []);
+    assert.equal(told.brushes.at(-1), null, "no selection band is left behind");
+  });
+
+  it("a press of another button than the main one neither picks nor zooms", () => {
+    const { canvas, told } = panel();
+    canvas.fire("pointerdown", { clientX: 200, button: 2 });
+    canvas.fire("pointerup", { clientX: 200, button: 2 });
+    canvas.fire("pointerdown", { clientX: 100, button: 1 });
+    canvas.fire("pointermove", { clientX: 300, button: 1 });
+    canvas.fire("pointerup", { clientX: 300, button: 1 });
+    assert.deepEqual([told.picks, told.domains], [[], []]);
+  });
+
+  it("a click picks a step even with a pixel or two of jitter", () => {
+    const { canvas, told } = panel();
+    canvas.fire("pointerdown", { clientX: 250, clientY: 40 });
+    canvas.fire("pointermove", { clientX: 252, clientY: 41 });
+    canvas.fire("pointerup", { clientX: 252, clientY: 42 });
+    assert.deepEqual(told.picks, [50.4]);
+    assert.deepEqual(told.domains, []);
+  });
+
   it("a shift-drag pans a zoomed view and selects nothing", () => {
     const { canvas, told } = panel([20, 60]);
     canvas.fire("pointerdown", { clientX: 300, shiftKey: true });
@@ -195,9 +235,9 @@ describe("break labels", () => {
   const measure = (/** @type {string} */ t) => t.length * 6;
   const overlaps = (labels) => labels.some((l, i) => i > 0 && l.left < labels[i - 1].right);
 
-  it("far apart marks each get their own name, right of the mark", () => {
+  it("far apart marks each get their own name, over the mark", () => {
     const got = breakLabels([{ x: 300, name: "NaN" }, { x: 100, name: "+Inf" }], measure, 480);
-    assert.deepEqual(got.map((l) => [l.text, l.left]), [["+Inf", 106], ["NaN", 306]]);
+    assert.deepEqual(got.map((l) => [l.text, l.left]), [["+Inf", 96], ["NaN", 296]]);
   });
 
   it("close marks share one label that counts them; no two labels overlap", () => {
@@ -210,6 +250,10 @@ describe("break labels", () => {
     assert.ok(!overlaps(got), JSON.stringify(got));
     assert.deepEqual(got.map((l) => l.text), ["+Inf \u00d73, -Inf, NaN \u00d72"]);
     assert.equal(got[0].marks.length, 6, "every mark is in a label");
+  });
+
+  it("a mark at the left edge of the plot has its label start inside the plot", () => {
+    assert.equal(breakLabels([{ x: 58, name: "NaN" }], measure, 480, 59)[0].left, 59);
   });
 
   it("a label near the right edge ends at the edge, merging with one it would then reach", () => {

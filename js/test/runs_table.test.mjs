@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it, test } from "node:test";
-import { AXIS_TEXT_MAX, axisLabel, axisScale, clipText, cutTextAt, drawParallel, fitText, placeAxes } from "../lib/parallel.js";
+import { AXIS_TEXT_MAX, axisLabel, axisScale, clipText, cutTextAt, drawParallel, fitText, leftMargin, placeAxes } from "../lib/parallel.js";
 import runsTable, { bestRow, runCell } from "../runs_table.js";
 import { fakeModel, find, rowsOf, withDocument } from "./fake_dom.mjs";
 
@@ -141,6 +141,12 @@ describe("parallel coordinates' texts stay inside the canvas", () => {
     for (let k = 1; k < labels.length; k++) assert.ok(labels[k - 1].right < labels[k].left, `${k}: ${JSON.stringify(labels)}`);
     assert.ok(labels[0].cut && labels[0].text.endsWith("\u2026"));
     assert.deepEqual([labels[1].text, labels[1].cut], ["lr", false]);
+  });
+
+  it("the first axis gets room for its tick texts, up to a fifth of the width", () => {
+    assert.equal(leftMargin(axes.slice(1), 400, measure), 46, "short numbers: the usual margin");
+    assert.equal(leftMargin(axes, 1000, measure), 24 * 6 + 12, "a long category: room for it, cut at 24 characters");
+    assert.equal(leftMargin(axes, 400, measure), 80, "a narrow plot: a fifth of it");
   });
 
   it("drawn, every text is inside the canvas, and the cut ones are whole in the tooltip", () => {

@@ -172,8 +172,10 @@ function drawBand(ctx, xs, lo, hi, sx, sy, alpha) {
   }
 }
 
-/** Space (px) kept between two break labels, and from a mark to its label. */
+/** Space (px) kept between two break labels. */
 const LABEL_GAP = 6;
+/** A label starts this far left of its mark (over its triangle's left corner). */
+const LABEL_LEAD = 4;
 
 /**
  * @typedef {{x: number, name: string}} BreakMark  a break's mark: its x (px) and its name
@@ -182,14 +184,15 @@ const LABEL_GAP = 6;
 
 /**
  * The labels of a panel's break marks, none overlapping another: each mark's
- * name just right of it; marks whose labels would touch share one label that
+ * name above it (over the row of marks, so a label never hides one); marks whose labels would touch share one label that
  * counts them ("+Inf \u00d72, NaN"), and a label is kept left of `right`.
  * @param {BreakMark[]} marks
  * @param {(text: string) => number} measure  text width in px
  * @param {number} right  the plot's right edge (px)
+ * @param {number} [leftEdge]  the plot's left edge (px): no label starts left of it
  * @returns {BreakLabel[]} left to right
  */
-export function breakLabels(marks, measure, right) {
+export function breakLabels(marks, measure, right, leftEdge = Number.NEGATIVE_INFINITY) {
   /** @type {BreakLabel[]} */
   const out = [];
   const place = (/** @type {BreakMark[]} */ group) => {
@@ -197,7 +200,7 @@ export function breakLabels(marks, measure, right) {
     for (const m of group) counts.set(m.name, (counts.get(m.name) ?? 0) + 1);
     const text = [...counts].map(([name, n]) => (n > 1 ? `${name} \u00d7${n}` : name)).join(", ");
     const w = measure(text);
-    const left = Math.min(group[0].x + LABEL_GAP, right - w);
+    const left = Math.max(leftEdge, Math.min(group[0].x - LABEL_LEAD, right - w));
     return { text, left, right: left + w, marks: group };
   };
   for (const m of [...marks].sort((a, b) => a.x - b.x)) {
@@ -260,12 +263,12 @@ function drawBreaks(ctx, s, o, sx, dim) {
  * @returns {BreakLabel[]}
  */
 function drawBreakLabels(ctx, marks, right) {
-  const labels = breakLabels(marks, (t) => ctx.measureText(t).width, right);
+  const labels = breakLabels(marks, (t) => ctx.measureText(t).width, right, M.left + 1);
   ctx.globalAlpha = 1;
   ctx.fillStyle = BREAK_COLOR;
   ctx.textAlign = "left";
   ctx.textBaseline = "bottom";
-  for (const l of labels) ctx.fillText(l.text, l.left, HEIGHT - M.bottom - 2);
+  for (const l of labels) ctx.fillText(l.text, l.left, HEIGHT - M.bottom - 11);
   return labels;
 }
 
