@@ -313,6 +313,7 @@ function render({ model, el: root }) {
       panel.sx = sx;
       panel.breaks.textContent = list.map((s) => breakText(s, n > 1)).filter(Boolean).join("; ");
       panel.box.setAttribute("data-breaks", String(list.reduce((k, s) => k + s.nBreaks, 0)));
+      panel.box.setAttribute("data-break-labels", sx.labels.map((l) => l.text).join(" | "));
       // on a time axis the linked step may have no time in this panel: read out its end
       const at = px !== null ? sx.invert(px) : Number.isFinite(o.step) ? o.step : (domain ?? full)[1];
       panel.readout.textContent = readoutText(list, at, { nearest: px !== null, runs: n, dataOf, axis: axis() });

@@ -10,7 +10,7 @@ import { exportMenu, svgCanvas, svgDocument, toCsv } from "./lib/export.js";
 import { formatNumber, formatStep } from "./lib/format.js";
 import { sizeCanvas, themeColors } from "./lib/linechart.js";
 import { listen, save } from "./lib/model.js";
-import { axisNear, brushOf, drawParallel, PC_HEIGHT } from "./lib/parallel.js";
+import { axisNear, brushOf, cutTextAt, drawParallel, PC_HEIGHT } from "./lib/parallel.js";
 import { perFrame } from "./lib/schedule.js";
 import { guard, present, viewState } from "./lib/state.js";
 import { nextSort, sortableTable, sortRows } from "./lib/table.js";
@@ -242,7 +242,14 @@ function render({ model, el: root }) {
       canvas.setPointerCapture?.(e.pointerId);
     }),
     on(canvas, "pointermove", (/** @type {PointerEvent} */ e) => {
-      if (!preview) return;
+      if (!preview) {
+        // a name or tick cut to fit: the whole of it as the tooltip
+        const [x, y] = local(e);
+        const whole = cutTextAt(placed, x, y);
+        if (whole) canvas.title = whole;
+        else canvas.removeAttribute("title");
+        return;
+      }
       preview = [preview[0], preview[1], local(e)[1]];
       schedule();
     }),

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { yRange } from "../lib/loss_curves/panel.js";
+import { svgCanvas } from "../lib/export.js";
+import { breakLabels, drawPanel, yRange } from "../lib/loss_curves/panel.js";
 import { breakText, isStepShaped, nearestStep, readoutText, smoothedIds, stepRange, styleText } from "../lib/loss_curves/series.js";
 import { HINT, clampDomain, dragWindow, panZoom, zoomAt } from "../lib/loss_curves/zoom.js";
 import { FakeNode } from "./fake_dom.mjs";
@@ -142,6 +143,46 @@ describe("drag to zoom", () => {
     assert.deepEqual(told.picks, [50.2]);
   });
 
+  it("a release far from the press, with no move reported between, is a drag: it zooms, it picks no step", () => {
+    const { canvas, told } = panel();
+    canvas.fire("pointerdown", { clientX: 100, clientY: 50, pointerId: 1, button: 0 });
+    canvas.fire("pointerup", { clientX: 300, clientY: 50, pointerId: 1, button: 0 });
+    assert.deepEqual(told.domains, [[20, 60]]);
+    assert.deepEqual(told.picks, []);
+  });
+
+  it("a drag straight down, or one that comes back to where it began, neither picks a step nor zooms", () => {
+    const { canvas, told } = panel();
+    canvas.fire("pointerdown", { clientX: 200, clientY: 20 });
+    canvas.fire("pointermove", { clientX: 201, clientY: 120 });
+    canvas.fire("pointerup", { clientX: 201, clientY: 160 });
+    canvas.fire("pointerdown", { clientX: 200, clientY: 50 });
+    canvas.fire("pointermove", { clientX: 260, clientY: 50 });
+    canvas.fire("pointerup", { clientX: 201, clientY: 50 });
+    assert.deepEqual(told.picks, []);
+    assert.deepEqual(told.domains, []);
+    assert.equal(told.brushes.at(-1), null, "no selection band is left behind");
+  });
+
+  it("a press of another button than the main one neither picks nor zooms", () => {
+    const { canvas, told } = panel();
+    canvas.fire("pointerdown", { clientX: 200, button: 2 });
+    canvas.fire("pointerup", { clientX: 200, button: 2 });
+    canvas.fire("pointerdown", { clientX: 100, button: 1 });
+    canvas.fire("pointermove", { clientX: 300, button: 1 });
+    canvas.fire("pointerup", { clientX: 300, button: 1 });
+    assert.deepEqual([told.picks, told.domains], [[], []]);
+  });
+
+  it("a click picks a step even with a pixel or two of jitter", () => {
+    const { canvas, told } = panel();
+    canvas.fire("pointerdown", { clientX: 250, clientY: 40 });
+    canvas.fire("pointermove", { clientX: 252, clientY: 41 });
+    canvas.fire("pointerup", { clientX: 252, clientY: 42 });
+    assert.deepEqual(told.picks, [50.4]);
+    assert.deepEqual(told.domains, []);
+  });
+
   it("a shift-drag pans a zoomed view and selects nothing", () => {
     const { canvas, told } = panel([20, 60]);
     canvas.fire("pointerdown", { clientX: 300, shiftKey: true });
@@ -187,5 +228,63 @@ describe("smoothing", () => {
     const long = noisy("big_loss", 100, 400);
     long.total = 40_000; // 40,000 steps sent as 400 buckets: as dense as train_loss
     assert.deepEqual([...smoothedIds([train, long])].sort(), ["big_loss", "train_loss"]);
+  });
+});
+
+describe("break labels", () => {
+  const measure = (/** @type {string} */ t) => t.length * 6;
+  const overlaps = (labels) => labels.some((l, i) => i > 0 && l.left < labels[i - 1].right);
+
+  it("far apart marks each get their own name, over the mark", () => {
+    const got = breakLabels([{ x: 300, name: "NaN" }, { x: 100, name: "+Inf" }], measure, 480);
+    assert.deepEqual(got.map((l) => [l.text, l.left]), [["+Inf", 96], ["NaN", 296]]);
+  });
+
+  it("close marks share one label that counts them; no two labels overlap", () => {
+    // the diverging run: train +Inf at 8, val +Inf at 8, val -Inf at 10, both NaN from 12 (20 px a step)
+    const marks = [
+      { x: 160, name: "+Inf" }, { x: 160, name: "+Inf" }, { x: 200, name: "-Inf" },
+      { x: 220, name: "+Inf" }, { x: 240, name: "NaN" }, { x: 240, name: "NaN" },
+    ];
+    const got = breakLabels(marks, measure, 480);
+    assert.ok(!overlaps(got), JSON.stringify(got));
+    assert.deepEqual(got.map((l) => l.text), ["+Inf \u00d73, -Inf, NaN \u00d72"]);
+    assert.equal(got[0].marks.length, 6, "every mark is in a label");
+  });
+
+  it("a mark at the left edge of the plot has its label start inside the plot", () => {
+    assert.equal(breakLabels([{ x: 58, name: "NaN" }], measure, 480, 59)[0].left, 59);
+  });
+
+  it("a label near the right edge ends at the edge, merging with one it would then reach", () => {
+    const got = breakLabels([{ x: 440, name: "NaN" }, { x: 470, name: "+Inf" }], measure, 480);
+    assert.ok(got.every((l) => l.right <= 480));
+    assert.ok(!overlaps(got));
+    assert.deepEqual(got.map((l) => l.text), ["NaN, +Inf"]);
+  });
+
+  it("a drawn panel labels the marks of every series once, without overlaps", () => {
+    const b = (...t) => Float64Array.from(t);
+    const train = series("train_loss", [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], [1, 1, 1, 1, 1, 1, 1, 1, Infinity, Infinity, Infinity, Infinity, Number.NaN, Number.NaN], { breaks: b(8, 11, 1, 12, 13, 0), nBreaks: 2 });
+    const val = series("val_loss", [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13], [1, 1, 1, 1, 1, 1, 1, 1, Infinity, Infinity, -Infinity, Infinity, Number.NaN, Number.NaN], { breaks: b(8, 9, 1, 10, 10, -1, 11, 11, 1, 12, 13, 0), nBreaks: 4 });
+    const fake = svgCanvas(400, 210);
+    const sx = drawPanel(/** @type {any} */ (fake), {
+      list: [train, val], dataOf: raw, width: 400, domain: [0, 19], log: false, smoothing: 0, smoothed: new Set(), brush: null,
+      step: 0, hover: null, highlight: "", colorOf: () => "#000", theme: { muted: "#666", grid: "#eee", marker: "#000" },
+    });
+    assert.ok(!overlaps(sx.labels), JSON.stringify(sx.labels));
+    assert.equal(sx.labels.reduce((k, l) => k + l.marks.length, 0), 6);
+    const texts = [...fake.body().matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((m) => m[1]);
+    for (const l of sx.labels) assert.ok(texts.includes(l.text), `${l.text} drawn`);
+  });
+
+  it("a stretch that began before the steps in view gets no label cut at the left edge", () => {
+    const s = series("train_loss", [0, 10, 20], [1, Infinity, Infinity], { breaks: Float64Array.from([10, 20, 1]), nBreaks: 1 });
+    const fake = svgCanvas(400, 210);
+    const sx = drawPanel(/** @type {any} */ (fake), {
+      list: [s], dataOf: raw, width: 400, domain: [12, 20], log: false, smoothing: 0, smoothed: new Set(), brush: null,
+      step: 0, hover: null, highlight: "", colorOf: () => "#000", theme: { muted: "#666", grid: "#eee", marker: "#000" },
+    });
+    assert.deepEqual(sx.labels, []);
   });
 });

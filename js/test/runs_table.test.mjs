@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it, test } from "node:test";
-import { AXIS_TEXT_MAX, clipText } from "../lib/parallel.js";
+import { AXIS_TEXT_MAX, axisLabel, axisScale, clipText, cutTextAt, drawParallel, fitText, leftMargin, placeAxes } from "../lib/parallel.js";
 import runsTable, { bestRow, runCell } from "../runs_table.js";
 import { fakeModel, find, rowsOf, withDocument } from "./fake_dom.mjs";
 
@@ -96,5 +96,82 @@ describe("render", () => {
     model.change("empty", "No runs given.");
     assert.equal(root.textContent, "No runs given.");
     assert.ok(find(root, "nbviz-message-empty").length === 1);
+  });
+});
+
+describe("parallel coordinates' texts stay inside the canvas", () => {
+  const measure = (/** @type {string} */ t) => t.length * 6;
+  /** A context that keeps each text drawn with its extent (6 px a character). */
+  const textCanvas = () => {
+    const texts = [];
+    const ctx = new Proxy(
+      {
+        textAlign: "start",
+        measureText: (/** @type {string} */ t) => ({ width: measure(t) }),
+        fillText(/** @type {string} */ text, /** @type {number} */ x) {
+          const w = measure(text);
+          const left = ctx.textAlign === "center" ? x - w / 2 : ctx.textAlign === "right" || ctx.textAlign === "end" ? x - w : x;
+          texts.push({ text, left, right: left + w });
+        },
+      },
+      { get: (o, k) => (k in o ? o[k] : () => {}), set: (o, k, v) => ((o[k] = v), true) },
+    );
+    return { texts, size: () => ctx };
+  };
+  const long = "optimizer_weight_decay_schedule";
+  const axes = [
+    { key: "config:a", label: long, kind: "category", lo: 0, hi: 1, categories: ["cosine_with_restarts_warmup", "linear"] },
+    { key: "config:b", label: "lr", kind: "number", lo: 0, hi: 1 },
+    { key: "final:loss", label: `final ${long}`, kind: "number", lo: 0, hi: 1, metric: true },
+  ];
+
+  it("fitText cuts with an ellipsis to the room, and says it cut", () => {
+    assert.deepEqual(fitText("lr", 100, measure), { text: "lr", cut: false });
+    const got = fitText(long, 60, measure);
+    assert.equal(got.text, "optimizer\u2026");
+    assert.ok(measure(got.text) <= 60 && got.cut);
+    assert.equal(fitText(long, 1, measure).text, "\u2026");
+  });
+
+  it("the first axis' name starts inside the canvas; the last ends inside it; none reaches a neighbour's", () => {
+    const placed = placeAxes(axes, 400);
+    const labels = placed.map((_, k) => axisLabel(placed, k, 400, measure));
+    assert.ok(labels[0].left >= 0, JSON.stringify(labels[0]));
+    assert.ok(labels[2].right <= 400, JSON.stringify(labels[2]));
+    for (let k = 1; k < labels.length; k++) assert.ok(labels[k - 1].right < labels[k].left, `${k}: ${JSON.stringify(labels)}`);
+    assert.ok(labels[0].cut && labels[0].text.endsWith("\u2026"));
+    assert.deepEqual([labels[1].text, labels[1].cut], ["lr", false]);
+  });
+
+  it("the first axis gets room for its tick texts, up to a fifth of the width", () => {
+    assert.equal(leftMargin(axes.slice(1), 400, measure), 46, "short numbers: the usual margin");
+    assert.equal(leftMargin(axes, 1000, measure), 24 * 6 + 12, "a long category: room for it, cut at 24 characters");
+    assert.equal(leftMargin(axes, 400, measure), 80, "a narrow plot: a fifth of it");
+  });
+
+  it("drawn, every text is inside the canvas, and the cut ones are whole in the tooltip", () => {
+    const { texts, size } = textCanvas();
+    const placed = drawParallel(
+      /** @type {any} */ ({}),
+      {
+        axes: /** @type {any} */ (axes),
+        coords: [],
+        chosen: [],
+        brushes: {},
+        preview: null,
+        width: 400,
+        theme: { muted: "#666", grid: "#eee", text: "#000", background: "#fff" },
+      },
+      /** @type {any} */ (size),
+    );
+    assert.ok(texts.length >= 5);
+    for (const t of texts) assert.ok(t.left >= 0 && t.right <= 400, JSON.stringify(t));
+    const name = texts.find((t) => t.text.startsWith("optimiz"));
+    assert.ok(name);
+    assert.equal(cutTextAt(placed, (name.left + name.right) / 2, 34 - 20), long);
+    const tick = texts.find((t) => t.text.startsWith("cos"));
+    assert.ok(tick && tick.text.endsWith("\u2026"));
+    assert.equal(cutTextAt(placed, tick.right - 2, axisScale(axes[0]).map(0)), "cosine_with_restarts_warmup");
+    assert.equal(cutTextAt(placed, 200, 150), "", "nothing cut under the pointer: no tooltip");
   });
 });

@@ -86,6 +86,7 @@ function vertical(ctx, x) {
  * @param {PanelOptions} o
  * @param {Scale} sx
  * @param {Scale} sy
+ * @returns {BreakMark[]} its break marks in view
  */
 function drawSeries(ctx, s, o, sx, sy) {
   const d = o.dataOf(s);
@@ -121,7 +122,7 @@ function drawSeries(ctx, s, o, sx, sy) {
   }
   ctx.setLineDash([]);
   if (d.steps.length > 1) dotIsolated(ctx, d.steps, d.values, sx, sy);
-  drawBreaks(ctx, s, o, sx, dim);
+  return drawBreaks(ctx, s, o, sx, dim);
 }
 
 /**
@@ -171,16 +172,66 @@ function drawBand(ctx, xs, lo, hi, sx, sy, alpha) {
   }
 }
 
+/** Space (px) kept between two break labels. */
+const LABEL_GAP = 6;
+/** A label starts this far left of its mark (over its triangle's left corner). */
+const LABEL_LEAD = 4;
+
 /**
- * Where a series broke: a band over each non-finite stretch in view, a mark
- * and its name (NaN, +Inf, -Inf) at its start.
+ * @typedef {{x: number, name: string}} BreakMark  a break's mark: its x (px) and its name
+ * @typedef {{text: string, left: number, right: number, marks: BreakMark[]}} BreakLabel
+ */
+
+/**
+ * The labels of a panel's break marks, none overlapping another: each mark's
+ * name above it (over the row of marks, so a label never hides one); marks whose labels would touch share one label that
+ * counts them ("+Inf \u00d72, NaN"), and a label is kept left of `right`.
+ * @param {BreakMark[]} marks
+ * @param {(text: string) => number} measure  text width in px
+ * @param {number} right  the plot's right edge (px)
+ * @param {number} [leftEdge]  the plot's left edge (px): no label starts left of it
+ * @returns {BreakLabel[]} left to right
+ */
+export function breakLabels(marks, measure, right, leftEdge = Number.NEGATIVE_INFINITY) {
+  /** @type {BreakLabel[]} */
+  const out = [];
+  const place = (/** @type {BreakMark[]} */ group) => {
+    const counts = new Map();
+    for (const m of group) counts.set(m.name, (counts.get(m.name) ?? 0) + 1);
+    const text = [...counts].map(([name, n]) => (n > 1 ? `${name} \u00d7${n}` : name)).join(", ");
+    const w = measure(text);
+    const left = Math.max(leftEdge, Math.min(group[0].x - LABEL_LEAD, right - w));
+    return { text, left, right: left + w, marks: group };
+  };
+  for (const m of [...marks].sort((a, b) => a.x - b.x)) {
+    const last = out.at(-1);
+    const mine = place([m]);
+    if (last && mine.left < last.right + LABEL_GAP) out[out.length - 1] = place([...last.marks, m]);
+    else out.push(mine);
+    // a label grown (or pushed left at the edge) may now reach the one before it
+    while (out.length > 1 && out[out.length - 1].left < out[out.length - 2].right + LABEL_GAP) {
+      const b = /** @type {BreakLabel} */ (out.pop());
+      const a = /** @type {BreakLabel} */ (out.pop());
+      out.push(place([...a.marks, ...b.marks]));
+    }
+  }
+  return out;
+}
+
+/**
+ * Where a series broke: a band over each non-finite stretch in view and a mark
+ * at its start; returns the marks in view with their names (NaN, +Inf, -Inf),
+ * labelled once for the panel by drawBreakLabels.
  * @param {CanvasRenderingContext2D} ctx
  * @param {Series} s
  * @param {PanelOptions} o
  * @param {Scale} sx
  * @param {number} dim
+ * @returns {BreakMark[]}
  */
 function drawBreaks(ctx, s, o, sx, dim) {
+  /** @type {BreakMark[]} */
+  const marks = [];
   const [x0, x1] = o.domain;
   const bottom = HEIGHT - M.bottom;
   const b = s.breaks;
@@ -199,18 +250,34 @@ function drawBreaks(ctx, s, o, sx, dim) {
     ctx.lineTo(xa + 5, bottom - 9);
     ctx.closePath();
     ctx.fill();
-    ctx.fillStyle = BREAK_COLOR;
-    ctx.textAlign = "left";
-    ctx.textBaseline = "bottom";
-    ctx.fillText(BREAK_NAMES.get(kind) ?? "NaN", xa + 6, bottom - 2);
+    if (s0 >= x0) marks.push({ x: xa, name: BREAK_NAMES.get(kind) ?? "NaN" });
   }
+  return marks;
 }
 
 /**
- * Draw a panel; returns its step scale (pixel <-> step, for the pointer).
+ * The break marks' names, laid out by breakLabels so that none overlaps another.
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {BreakMark[]} marks
+ * @param {number} right  the plot's right edge
+ * @returns {BreakLabel[]}
+ */
+function drawBreakLabels(ctx, marks, right) {
+  const labels = breakLabels(marks, (t) => ctx.measureText(t).width, right, M.left + 1);
+  ctx.globalAlpha = 1;
+  ctx.fillStyle = BREAK_COLOR;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "bottom";
+  for (const l of labels) ctx.fillText(l.text, l.left, HEIGHT - M.bottom - 11);
+  return labels;
+}
+
+/**
+ * Draw a panel; returns its step scale (pixel <-> step, for the pointer) with
+ * the break labels drawn.
  * @param {HTMLCanvasElement} canvas
  * @param {PanelOptions} o
- * @returns {Scale}
+ * @returns {Scale & {labels: BreakLabel[]}}
  */
 export function drawPanel(canvas, o) {
   const { width, theme } = o;
@@ -252,8 +319,9 @@ export function drawPanel(canvas, o) {
   ctx.clip();
   // the highlighted run last, on top
   const ordered = [...o.list].sort((a, b) => Number(a.run === o.highlight) - Number(b.run === o.highlight));
-  for (const s of ordered) drawSeries(ctx, s, o, sx, sy);
+  const marks = ordered.flatMap((s) => drawSeries(ctx, s, o, sx, sy));
   ctx.globalAlpha = 1;
+  const labels = drawBreakLabels(ctx, marks, width - M.right);
   // the window a drag is selecting
   if (o.brush) {
     const xa = sx.map(Math.max(o.brush[0], x0));
@@ -278,5 +346,5 @@ export function drawPanel(canvas, o) {
     ctx.globalAlpha = 1;
   }
   ctx.restore();
-  return sx;
+  return Object.assign(sx, { labels });
 }

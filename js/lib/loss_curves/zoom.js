@@ -1,6 +1,8 @@
 // Zoom and pan over steps, shared by every panel of a LossCurves view: a drag
 // selects the steps to zoom into, a shift-drag pans a zoomed view, the wheel
-// zooms around the pointer, a click picks a step, a double click resets. The
+// zooms around the pointer, a click (a press and release that did not move
+// further than CLICK_SLOP, the release included) picks a step, a double click
+// resets. A drag never picks a step. The
 // pure parts (what a wheel or a drag does to the steps in view) are separate
 // from the listeners.
 import { on } from "../dom.js";
@@ -43,6 +45,8 @@ export function zoomAt(current, full, center, deltaY) {
 
 /** What the view's hint says the mouse does. */
 export const HINT = "drag to zoom \u00b7 shift-drag to pan \u00b7 wheel zooms \u00b7 double-click resets \u00b7 click picks a step";
+/** How far (CSS px) the pointer may move between press and release and still be a click. */
+export const CLICK_SLOP = 3;
 /** Fewest steps a dragged window zooms into. */
 const MIN_SPAN = 4;
 
@@ -87,8 +91,14 @@ export function dragWindow(a, b, full) {
  * @returns {() => void} removes the listeners
  */
 export function panZoom(canvas, full, h) {
-  /** @type {{x: number, at: number, domain: Domain, moved: boolean, pan: boolean} | null} */
+  /** @type {{x: number, y: number, at: number, domain: Domain, moved: boolean, pan: boolean} | null} */
   let drag = null;
+  /** Whether the pointer has gone further than a click's jitter from where it went down,
+   * by this event or one before it (a release can come with no move reported before it). */
+  const moved = (/** @type {PointerEvent} */ e) => {
+    if (drag && !drag.moved) drag.moved = Math.hypot(e.clientX - drag.x, (e.clientY ?? drag.y) - drag.y) > CLICK_SLOP;
+    return !!drag?.moved;
+  };
   const local = (/** @type {MouseEvent} */ e) => e.clientX - canvas.getBoundingClientRect().left;
   const onWheel = (/** @type {WheelEvent} */ e) => {
     const sx = h.scale();
@@ -98,16 +108,19 @@ export function panZoom(canvas, full, h) {
   };
   const onDown = (/** @type {PointerEvent} */ e) => {
     const sx = h.scale();
-    if (!sx) return;
-    drag = { x: e.clientX, at: sx.invert(local(e)), domain: h.current(), moved: false, pan: e.shiftKey };
-    canvas.setPointerCapture?.(e.pointerId);
+    if (!sx || (e.button ?? 0) !== 0) return; // the main button only: no zoom or pick on a right click
+    drag = { x: e.clientX, y: e.clientY ?? 0, at: sx.invert(local(e)), domain: h.current(), moved: false, pan: e.shiftKey };
+    try {
+      canvas.setPointerCapture?.(e.pointerId);
+    } catch {
+      // a pointer already released (or synthetic): the drag still works inside the canvas
+    }
   };
   const onMove = (/** @type {PointerEvent} */ e) => {
     const sx = h.scale();
     if (drag && sx) {
       const dx = e.clientX - drag.x;
-      if (Math.abs(dx) > 3) drag.moved = true;
-      if (drag.moved && drag.pan && h.zoomed()) {
+      if (moved(e) && drag.pan && h.zoomed()) {
         const [a, b] = drag.domain;
         const per = (b - a) / (sx.map(b) - sx.map(a) || 1);
         h.setDomain(clampDomain(a - dx * per, b - dx * per, full()));
@@ -121,10 +134,12 @@ export function panZoom(canvas, full, h) {
   const onUp = (/** @type {PointerEvent} */ e) => {
     const sx = h.scale();
     if (drag && sx) {
-      if (!drag.moved) h.pick(sx.invert(local(e)));
+      const x = local(e);
+      if (!moved(e)) h.pick(sx.invert(x));
       else if (!drag.pan) {
         h.brush(null);
-        h.setDomain(dragWindow(drag.at, sx.invert(local(e)), full()));
+        // a drag along the steps zooms; one (nearly) straight up or down does nothing
+        if (Math.abs(e.clientX - drag.x) > CLICK_SLOP) h.setDomain(dragWindow(drag.at, sx.invert(x), full()));
       }
     }
     drag = null;

@@ -23,6 +23,8 @@ import ipywidgets as W
 import numpy as np
 from ipywidgets.widgets.widget import _instances
 
+from nbviz.store import RunFileError
+
 __all__ = ["MAX_GROUP_SECONDS", "Group", "Pool", "Recorder", "browser_links", "widget_tree"]
 
 MAX_GROUP_SECONDS = 60.0
@@ -170,6 +172,8 @@ class Group:
     outputs: list[tuple[str, str]] = field(default_factory=list)
     complete: bool = True
     contexts: list[tuple[str, int, list[int]]] = field(default_factory=list)
+    unreadable: str = ""
+    """Why the recording stopped early: the run file could not be read (empty when it did not)."""
 
 
 class Recorder:
@@ -220,7 +224,10 @@ class Recorder:
             if not left:
                 return
             for mid, name in left:
-                setattr(self.tree[mid], name, values[(mid, name)])
+                try:
+                    setattr(self.tree[mid], name, values[(mid, name)])
+                except RunFileError:  # a damaged table: the value recorded before is kept
+                    pass
             self.settle()
 
     def record(self, group: Group) -> None:
@@ -238,19 +245,28 @@ class Recorder:
         diffs: list[tuple[list[str], dict[tuple[str, str], int]]] = []
         seen: set[tuple[str, ...]] = set()
         deadline = time.perf_counter() + MAX_GROUP_SECONDS
-        for _ in group.plan():
-            self.settle()
-            key = [_key_text(getattr(owner, n)) for n in group.inputs]
-            if tuple(key) in seen:
-                continue
-            seen.add(tuple(key))
-            diff = {p: i for p, i in self.current.items() if base.get(p) != i}
-            diffs.append((key, diff))
-            if self.pool.nbytes > self.max_bytes or time.perf_counter() > deadline:
-                group.complete = False
-                break
+        try:
+            for _ in group.plan():
+                self.settle()
+                key = [_key_text(getattr(owner, n)) for n in group.inputs]
+                if tuple(key) in seen:
+                    continue
+                seen.add(tuple(key))
+                diff = {p: i for p, i in self.current.items() if base.get(p) != i}
+                diffs.append((key, diff))
+                if self.pool.nbytes > self.max_bytes or time.perf_counter() > deadline:
+                    group.complete = False
+                    break
+        except RunFileError as exc:
+            # a damaged table behind some answers: the page keeps those recorded and says
+            # why the others are not (as the live Dashboard leaves out a view it cannot read)
+            group.complete = False
+            group.unreadable = str(exc)
         for n in group.inputs:  # back to where it was
-            setattr(owner, n, start[n])
+            try:
+                setattr(owner, n, start[n])
+            except RunFileError:  # what it showed before is kept below (base)
+                pass
         self.settle()
         self._restore(base, values)
         own = {(owner.model_id, n) for n in group.inputs}

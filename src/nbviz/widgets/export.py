@@ -44,7 +44,7 @@ from nbviz.widgets.answer_plans import (
     record_answers,
     sampled_steps,
 )
-from nbviz.widgets.answers import MAX_GROUP_SECONDS, browser_links, widget_tree
+from nbviz.widgets.answers import MAX_GROUP_SECONDS, Group, browser_links, widget_tree
 from nbviz.widgets.frontend import esm
 
 __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_STEPS", "PageInfo", "offline_page", "save_html"]
@@ -181,6 +181,7 @@ def offline_page(
     all_steps = positions(tree)
     sampled = sampled_steps(all_steps, pinned_steps(tree), max_steps)
     got = record_answers(tree, sampled, max_bytes)
+    _say_unreadable(tree, got)
     limits = (max_steps, max_bytes)
     page_notes = _page_notes(notes or [], tree, got, all_steps, sampled, limits)
     data = _page_data(root, tree, got, runtime)
@@ -231,7 +232,9 @@ def _page_notes(
         else:
             out.append(f"Steps: all {len(all_steps):,} recorded steps are stored.")
     for g in got.groups:
-        if not g.complete:
+        if g.unreadable:
+            out.append(_unreadable_note(g))
+        elif not g.complete:
             out.append(
                 f"{g.label}: only part of its combinations ({len(g.entries):,}) fit the "
                 f"size budget of {max_bytes / 1e6:.1f} MB or {MAX_GROUP_SECONDS:.0f} s; "
@@ -250,6 +253,25 @@ def _page_notes(
     }
     out.extend(sorted(notices))
     return list(dict.fromkeys(out))
+
+
+def _unreadable_note(group: Group) -> str:
+    """The line a page shows for a view whose answers stopped at a damaged table."""
+    return (
+        f"Not shown: {group.label} past what could be read ({len(group.entries):,} "
+        f"combinations kept; for the others the view keeps what it showed): {group.unreadable}"
+    )
+
+
+def _say_unreadable(tree: dict[str, W.Widget], got: Recording) -> None:
+    """A Dashboard in the page lists the unreadable answers with the views it leaves out."""
+    lines = [_unreadable_note(g) for g in got.groups if g.unreadable]
+    if not lines:
+        return
+    for mid, w in tree.items():
+        if type(w).__name__ == "Dashboard" and "pending" in got.state.get(mid, {}):
+            said = str(getattr(w, "pending", "") or "")
+            got.state[mid]["pending"] = got.pool.add("\n".join([*filter(None, [said]), *lines]))
 
 
 def _page_data(

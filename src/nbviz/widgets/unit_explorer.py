@@ -23,6 +23,7 @@ import pandas as pd
 
 from nbviz.analysis.metrics import evaluation_at
 from nbviz.recording.unit_tokens import LEFT_OUT_KEY, LEFT_OUT_REASONS
+from nbviz.store import RunFileError
 from nbviz.widgets.samples import capture_arrays, class_name, sample_payload
 from nbviz.widgets.wire import array_trait_payload
 
@@ -81,7 +82,11 @@ class UnitExplorer:
             return {"layer": name, "n_units": 0, "notice": notice}
         kind, what = source
         at, notice = _evaluation_in_view(self._run.embedding_steps(split, name, kind=kind), step)
-        ids, matrix = self._matrix(name, split, kind, at)
+        try:
+            ids, matrix = self._matrix(name, split, kind, at)
+        except RunFileError as exc:  # one damaged matrix: said in the panel, the view goes on
+            said = f"The per-sample unit values of {name!r} at step {at} cannot be read: {exc}"
+            return {"layer": name, "n_units": 0, "notice": said}
         n_units = int(matrix.shape[1]) if matrix.ndim == 2 else 0
         finite = np.isfinite(matrix) if len(ids) else np.ones((0, n_units), dtype=bool)
         counts = finite.sum(axis=0)

@@ -1,0 +1,46 @@
+"""The report of a run whose embeddings are damaged, opened offline: the other views are
+there and work, and the page says, where the Dashboard lists what it leaves out, that
+the projector is not shown and why."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from notebook_page import ARTIFACTS
+from playwright.sync_api import expect
+
+
+def test_report_of_damaged_embeddings_shows_the_other_views_and_says_what_is_not_shown(
+    new_page: Callable[..., Any], demo_run_path: Path, tmp_path: Path
+) -> None:
+    from nbviz.report import write_report
+
+    run = tmp_path / "run"
+    shutil.copytree(demo_run_path, run)
+    con = sqlite3.connect(run / "run.sqlite")
+    con.execute("UPDATE embeddings SET matrix = substr(matrix, 1, 17)")
+    con.commit()
+    con.close()
+    info = write_report(run, tmp_path / "report.html", max_steps=10)
+
+    page = new_page(offline=True)
+    page.context.route(
+        "**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort()
+    )
+    page.goto(Path(info.path).resolve().as_uri())
+    page.wait_for_selector("#nbviz-report-root[data-nbviz-ready=true]")
+    notes = page.locator(".nbviz-dashboard-notes")
+    expect(notes).to_be_visible()
+    expect(notes).to_contain_text("Not shown: EmbeddingProjector:")
+    expect(notes).to_contain_text("does not decode")
+    expect(page.locator(".nbviz-loss-curves")).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "report-damaged-embeddings.png"))
+    page.locator('.nbviz-dash-tab[data-key="layers"]').click()
+    expect(page.locator(".nbviz-layer-browser .nbviz-lb-table tbody tr").first).to_be_visible()
+    page.locator('.nbviz-dash-tab[data-key="predictions"]').click()
+    expect(page.locator(".nbviz-confusion")).to_be_visible()
+    expect(page.locator(".nbviz-projector")).to_have_count(0)
