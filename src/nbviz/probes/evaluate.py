@@ -17,6 +17,7 @@ together (:mod:`nbviz.probes.unit_tokens` says which layers are kept).
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -199,17 +200,30 @@ def run_evaluation(
 
 
 def _model_output(
-    model: nn.Module, x: Any, device: torch.device, batch: Any
+    model: nn.Module, x: Any, device: torch.device, batch: Any, rows: int | None = None
 ) -> tuple[torch.Tensor, Any]:
-    """The model's scores for the batch, and the loss it gave itself (None where none)."""
-    out = call_model(model, x, device, batch)
+    """The model's scores for the batch, and the loss it gave itself (None where none):
+    a Hugging Face output's ``logits`` and ``loss``; else the first float tensor of the
+    output, after a leading 0-d one (a ``(loss, logits, ...)`` tuple or dataclass)."""
+    out = call_model(model, x, device, batch, rows)
     if isinstance(out, Mapping) and isinstance(out.get("logits"), torch.Tensor):
         # a Hugging Face output: its loss, given the labels, comes first
         return out["logits"], out.get("loss")
+    own = None
+    if isinstance(out, tuple | list) or (
+        dataclasses.is_dataclass(out) and not isinstance(out, type)
+    ):
+        items = (
+            list(out)
+            if isinstance(out, tuple | list)
+            else [getattr(out, f.name) for f in dataclasses.fields(out)]
+        )
+        if items and isinstance(items[0], torch.Tensor) and items[0].ndim == 0:
+            own, out = items[0], tuple(items[1:])
     _, t = find_tensor(out)
     if t is None:
         raise ValueError(f"evaluate: the model returned {type(out).__name__} with no float tensor")
-    return t, None
+    return t, own
 
 
 class _Batches:
@@ -288,7 +302,7 @@ class _Batches:
             if not len(y):
                 return
             self._begin_top(x, y, batch, device)
-            logit, own_loss = _model_output(model, x, device, batch)
+            logit, own_loss = _model_output(model, x, device, batch, len(y))
             if token_shapes(logit, y):
                 mask = batch_mask(batch, device)
                 logit, y, shifted = aligned_like_model(
@@ -306,7 +320,7 @@ class _Batches:
             y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
             if not len(y_arr):
                 return  # an empty batch: nothing to evaluate
-            logit, _ = _model_output(model, x, device, batch)
+            logit, _ = _model_output(model, x, device, batch, len(y_arr))
         if dense_classes(logit, y):
             self._dense_batch(number, logit, to_device(y, device), x, i)
             return
@@ -352,7 +366,8 @@ class _Batches:
         target = to_device(x if y is None else y, device)
         if token_targets(target):
             self._begin_top(x, target, batch, device)
-        out, _ = _model_output(model, x, device, batch)
+        known = len(y) if isinstance(y, torch.Tensor | np.ndarray) and y.ndim else None
+        out, _ = _model_output(model, x, device, batch, known)
         rows = out.shape[0] if out.ndim else 1
         per = loss_fn(out, target)
         if token_shapes(out, target):  # a language model: its loss position by position
