@@ -207,3 +207,30 @@ def test_through_a_real_sqlite_run_the_pair_model_is_scored_on_its_own_logits(tm
         expected = nn.functional.cross_entropy(model((img, meta)), y)
     assert got["val_loss"] == pytest.approx(float(expected), rel=1e-5)
     run.close()
+
+
+def test_float_keyword_inputs_are_kept_as_the_samples_never_their_mask():
+    class Audio(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(16, 3)
+
+        def forward(self, input_values, attention_mask=None):
+            return self.fc((input_values * attention_mask).unfold(1, 16, 16).mean(1))
+
+    torch.manual_seed(0)
+    values, mask = torch.randn(4, 64), torch.ones(4, 64, dtype=torch.long)
+    mask[1, 40:] = 0
+    batch = {"attention_mask": mask, "input_values": values, "labels": torch.tensor([0, 1, 2, 0])}
+    got = evaluation(Audio(), [batch])
+    np.testing.assert_array_equal(got.inputs, values.numpy())
+
+
+def test_capture_ids_with_inputs_of_several_arguments_point_to_run_capture(tmp_path):
+    torch.manual_seed(0)
+    model = WithLengths().eval()
+    x, lengths = torch.randint(0, 20, (4, 5)), torch.tensor([5, 2, 3, 1])
+    run = nbviz.Run(tmp_path / "run")
+    with pytest.raises(ValueError, match=r"capture_ids \[0\].*run\.capture\(model, sample, id\)"):
+        run.evaluate(0, model, [((x, lengths), torch.tensor([0, 1, 2, 0]))], capture_ids=[0])
+    run.close()

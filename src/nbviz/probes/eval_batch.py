@@ -31,6 +31,7 @@ __all__ = [
     "split_for_loss",
     "to_device",
     "token_inputs",
+    "sample_inputs",
 ]
 
 _INPUT_KEYS = ("input", "inputs", "x", "image", "images", "data", "pixel_values")
@@ -290,7 +291,7 @@ def _named_entries(
 def token_inputs(x: Any) -> Any:
     """The token ids among ``x`` (the inputs as :func:`split_batch` gives them): ``x``
     itself, a tuple of arguments' first, or a dict of keyword arguments' ``input_ids``
-    (else its first integer tensor)."""
+    (else its first integer tensor that is no mask or type/position ids)."""
     if isinstance(x, tuple | list) and x:
         return x[0]
     if not isinstance(x, Mapping):
@@ -299,9 +300,34 @@ def token_inputs(x: Any) -> Any:
         if k in x:
             return x[k]
     return next(
-        (v for v in x.values() if isinstance(v, torch.Tensor) and not v.is_floating_point()),
+        (
+            v
+            for k, v in x.items()
+            if _is_input_key(k) and isinstance(v, torch.Tensor) and not v.is_floating_point()
+        ),
         None,
     )
+
+
+def sample_inputs(x: Any) -> Any:
+    """What of ``x`` is kept as the samples' inputs: ``x`` itself, a tuple of arguments'
+    first, or a dict of keyword arguments' token ids, else its first tensor that is no mask
+    or type/position ids (``input_values``, ``inputs_embeds``, ``pixel_values``)."""
+    if not isinstance(x, Mapping):
+        return token_inputs(x)
+    for k in _TOKEN_KEYS:
+        if k in x:
+            return x[k]
+    return next(
+        (v for k, v in x.items() if _is_input_key(k) and isinstance(v, torch.Tensor | np.ndarray)),
+        None,
+    )
+
+
+def _is_input_key(key: Any) -> bool:
+    """Whether a keyword argument may be the inputs: not a mask, type or position ids."""
+    key = str(key)
+    return not key.endswith("mask") and key not in ("token_type_ids", "position_ids")
 
 
 def to_device(x: Any, device: torch.device) -> Any:

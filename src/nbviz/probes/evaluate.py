@@ -33,6 +33,7 @@ from nbviz.probes.eval_batch import (
     call_model,
     default_embed_layer,
     resolve_layer,
+    sample_inputs,
     split_batch,
     split_for_loss,
     to_device,
@@ -73,6 +74,9 @@ class Evaluation:
     top_tokens: list[LayerTopTokens] | None = None  # each unit's top tokens, per layer
     # layers whose top tokens were not kept -> why (see recording.unit_tokens.LEFT_OUT_REASONS)
     top_tokens_left_out: dict[str, str] | None = None
+    # False where the inputs kept are one of several arguments (a tuple's first, a dict's
+    # token ids): no sample's whole input, so none can be captured from them
+    inputs_whole: bool = True
 
 
 def _unit_summary(module: nn.Module, t: torch.Tensor) -> torch.Tensor:
@@ -240,6 +244,7 @@ class _Batches:
         self.outputs: list[np.ndarray] = []
         self.targets: list[np.ndarray] = []
         self.n_inputs = 0
+        self.inputs_whole = True
         self.has_ids: bool | None = None
         self.targets_are_inputs: bool | None = None
         self.keeping = {"outputs": True, "targets": True}
@@ -287,7 +292,9 @@ class _Batches:
                     f"evaluate: batch {number} has {len(i_arr)} ids for {rows} samples"
                 )
             self.ids.append(i_arr)
-        x = token_inputs(x)
+        if isinstance(x, tuple | list | Mapping):
+            self.inputs_whole = False  # one of several arguments: no sample's whole input
+        x = sample_inputs(x)
         if isinstance(x, torch.Tensor | np.ndarray) and self.n_inputs < self.max_samples:
             arr = rec.to_numpy(x, "evaluate: inputs")[: self.max_samples - self.n_inputs]
             self.inputs.append(arr)
@@ -457,6 +464,7 @@ class _Batches:
             units=None,
             units_name=None,
             inputs=inputs,
+            inputs_whole=self.inputs_whole,
             **fields,
         )
 
