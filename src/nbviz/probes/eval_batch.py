@@ -4,10 +4,13 @@ A batch is ``(inputs, labels)``, ``(inputs, labels, ids)`` or a dict with a labe
 an input key; evaluated with a ``loss_fn`` it may also be inputs alone (an autoencoder's
 targets) or a dict with ``target``/``targets`` beside ``label``/``labels``. A dict with
 no input key is the model's keyword arguments, less its labels, ids and loss masks
-(Hugging Face's ``input_ids``, ``attention_mask``, ``token_type_ids``, ...): the model is
-called as ``model(**those)``, so it sees its attention mask as in training. Beside an
-input key, the entries that the model's ``forward`` names as parameters go with the input
-(``{"x": x, "pad": pad, "label": y}`` as ``model(x, pad=pad)``).
+(Hugging Face's ``input_ids``, ``attention_mask``, ``token_type_ids``, ...) and the
+entries its ``forward`` does not take: the model is called as ``model(**those)``, so it
+sees its attention mask as in training. Beside an input key, the entries that the model's
+``forward`` names as parameters go with the input (``{"x": x, "pad": pad, "label": y}``
+as ``model(x, pad=pad)``). Labels go to a Hugging Face language model only
+(:func:`call_model`). ``forward`` is read through ``torch.compile`` and
+``DataParallel`` wrappers (:func:`forward_parameters`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ integer targets, and evaluated token by token (:mod:`nbviz.probes.token_evaluati
 for such a model each unit of the layers named in ``token_layers`` (and of ``units_layer``)
 keeps the tokens it was most active on, within a bound on the units of all layers
 together (:mod:`nbviz.probes.unit_tokens` says which layers are kept).
+
+A little over 500 lines: one pass's gathering (:class:`_Batches`) reads a batch of each
+kind (classifier, per-position classes, ``loss_fn``, tokens) into the same arrays; how a
+batch is taken apart and given to the model is apart (:mod:`nbviz.probes.eval_batch`).
 """
 
 from __future__ import annotations
