@@ -234,3 +234,11 @@ def test_capture_ids_with_inputs_of_several_arguments_point_to_run_capture(tmp_p
     with pytest.raises(ValueError, match=r"capture_ids \[0\].*run\.capture\(model, sample, id\)"):
         run.evaluate(0, model, [((x, lengths), torch.tensor([0, 1, 2, 0]))], capture_ids=[0])
     run.close()
+
+
+def test_a_compiled_models_forward_is_read_through_the_wrapper():
+    from nbviz.probes.eval_batch import forward_parameters
+
+    compiled = torch.compile(WithLengths())
+    assert list(forward_parameters(compiled)) == ["x", "lengths"]
+    assert list(forward_parameters(nn.DataParallel(compiled))) == ["x", "lengths"]
