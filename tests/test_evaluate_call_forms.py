@@ -242,3 +242,17 @@ def test_a_compiled_models_forward_is_read_through_the_wrapper():
     compiled = torch.compile(WithLengths())
     assert list(forward_parameters(compiled)) == ["x", "lengths"]
     assert list(forward_parameters(nn.DataParallel(compiled))) == ["x", "lengths"]
+
+
+def test_a_shared_mask_is_a_second_argument_where_forward_needs_one():
+    class CausalMean(TokenClassifier):
+        def forward(self, x, causal):  # causal: (tokens, tokens), shared by the batch
+            h = self.emb(x)
+            return self.fc((causal.float() @ h).mean(1))
+
+    torch.manual_seed(0)
+    model = CausalMean().eval()
+    x, causal = torch.randint(0, 20, (6, 5)), torch.ones(5, 5).tril().bool()
+    got = evaluation(model, [((x, causal), torch.randint(0, 3, (6,)))])
+    with torch.no_grad():
+        np.testing.assert_allclose(got.logits, model(x, causal).numpy(), rtol=1e-6)

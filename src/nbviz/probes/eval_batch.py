@@ -233,27 +233,27 @@ def _takes_arguments(
     params: dict[str, inspect.Parameter] | None, x: tuple | list, rows: int | None
 ) -> bool:
     """Whether a tuple or list ``x`` of inputs is ``forward``'s positional arguments rather
-    than its one argument: two or more, each a tensor (or array) of the batch's leading
-    size (not a list of per-sample tensors), and as many as ``forward`` takes, where the
-    optional parameters so filled default to None (a flag's default, ``False`` or ``1``,
-    says that a tensor is not meant for it)."""
+    than its one argument: two or more, as many as ``forward`` takes, and either all of
+    them parameters it needs, or each a tensor (or array) of the batch's leading size (not
+    a list of per-sample tensors) where the optional parameters so filled default to None
+    (a flag's default, ``False`` or ``1``, says that a tensor is not meant for it)."""
     n = len(x)
     if n < 2 or params is None:
         return False
+    positional = [
+        p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    if not n <= len(positional) or any(p.default is p.empty for p in positional[n:]):
+        return False
+    filled = positional[:n]
+    if all(p.default is p.empty for p in filled[1:]):
+        return True  # forward needs them all: one argument alone would not do
     if not all(isinstance(v, torch.Tensor | np.ndarray) and v.ndim >= 1 for v in x):
         return False
     sizes = {len(v) for v in x}
     if len(sizes) != 1 or (rows is not None and sizes != {rows}):
         return False
-    positional = [
-        p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    if not n <= len(positional):
-        return False
-    filled = positional[:n]
-    return all(p.default is p.empty or p.default is None for p in filled) and all(
-        p.default is not p.empty for p in positional[n:]
-    )
+    return all(p.default is p.empty or p.default is None for p in filled)
 
 
 def _wants_labels(model: nn.Module, labels: Any) -> bool:
