@@ -1,6 +1,7 @@
 """``run.evaluate`` on dict batches of a model's keyword arguments (Hugging Face's
-``input_ids``, ``attention_mask``, ``labels``): the model gets its mask and its labels, and
-the positions line up with the labels as the model's own loss lines them up."""
+``input_ids``, ``attention_mask``, ``labels``): the model gets its mask (and a language
+model its labels), and the positions line up with the labels as the model's own loss
+lines them up."""
 
 from __future__ import annotations
 

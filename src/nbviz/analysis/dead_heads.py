@@ -1,7 +1,9 @@
 """Which attention heads are dead: the one rule every view that says so applies.
 
-A head is dead when its output RMS is below :data:`DEAD` times the largest of its
-layer's heads, or 0: a layer whose heads are all 0 reads all dead. A NaN/inf RMS
+A head is dead when its output RMS is 0, or below both :data:`DEAD` times the largest
+of its layer's heads and the absolute :data:`FLOOR`: a layer whose heads are all 0 reads
+all dead, and one outlier head hundreds of times larger than the rest (a value projection
+scaled up) does not make heads of an ordinary size (0.1) read dead. A NaN/inf RMS
 is non-finite, never dead.
 """
 
@@ -11,10 +13,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEAD", "dead_heads"]
+__all__ = ["DEAD", "FLOOR", "dead_heads"]
 
 DEAD = 1e-3
 """A head whose output RMS is below this fraction of its layer's largest is dead."""
+
+FLOOR = 1e-3
+"""... and below this output RMS: live heads' outputs are 0.01 to 1 (a weighted mean of
+values a few hundredths to one in size), a dead head's 0 or rounding noise."""
 
 
 def dead_heads(rms: Any) -> np.ndarray:
@@ -23,4 +29,4 @@ def dead_heads(rms: Any) -> np.ndarray:
     r = np.asarray(rms, dtype=np.float64)
     finite = np.isfinite(r)
     top = np.max(np.where(finite, r, 0.0), axis=-1, keepdims=True, initial=0.0)
-    return finite & ((r == 0.0) | (r < DEAD * top))
+    return finite & ((r == 0.0) | ((r < DEAD * top) & (r < FLOOR)))

@@ -220,7 +220,15 @@ class AttentionCalls(TorchFunctionMode):
     second call inside one module getting ``#1``; subclasses say what to keep of
     an ``F.scaled_dot_product_attention`` call (:meth:`on_sdpa`, after it ran)
     and run an ``F.multi_head_attention_forward`` call (:meth:`on_mha`).
+
+    ``KEEPS_WEIGHTS``: whether :meth:`on_weighted` reads the softmax's result. Where it
+    does (the attention maps), the result is held until the forward ends; where it does
+    not (per-head statistics), nothing of it is held: an entry names the tensor weakly
+    and goes once its weighted sum is seen, so every layer's attention weights are freed
+    as the model frees them.
     """
+
+    KEEPS_WEIGHTS = True
 
     def __init__(self, where: Callable[[], str]) -> None:
         super().__init__()
@@ -228,7 +236,7 @@ class AttentionCalls(TorchFunctionMode):
         self._seen: dict[str, int] = {}
         # attention weights of hand-written attention, by id: (the tensor's weak
         # reference, the softmax's result it carries)
-        self._weights: dict[int, tuple[weakref.ref, torch.Tensor]] = {}
+        self._weights: dict[int, tuple[weakref.ref, torch.Tensor | None]] = {}
 
     def _name(self) -> str:
         base = self._where()
@@ -257,6 +265,8 @@ class AttentionCalls(TorchFunctionMode):
         elif func in _MATMUL and len(args) == 2:
             weights = self._carried(args[0])
             if weights is not None and isinstance(result, torch.Tensor) and result.dim() >= 4:
+                if not self.KEEPS_WEIGHTS:
+                    self._weights.pop(id(args[0]), None)  # consumed: held no longer
                 self.on_weighted(self._name(), weights, result)
         return result
 
@@ -270,14 +280,23 @@ class AttentionCalls(TorchFunctionMode):
             self._keep(result, result)
 
     def _keep(self, t: torch.Tensor, weights: torch.Tensor) -> None:
-        self._weights[id(t)] = (weakref.ref(t), weights)
+        key = id(t)
+        entries = self._weights
+
+        def gone(ref: weakref.ref) -> None:  # the model freed it: forget it
+            if entries.get(key, (None,))[0] is ref:
+                del entries[key]
+
+        ref = weakref.ref(t, gone)
+        self._weights[key] = (ref, weights if self.KEEPS_WEIGHTS else None)
 
     def _carried(self, t: Any) -> torch.Tensor | None:
-        """The softmax's result that ``t`` carries (``t`` itself, or before a dropout), or None."""
+        """The softmax's result that ``t`` carries (``t`` itself, or before a dropout), or
+        None; where the result is not kept (``KEEPS_WEIGHTS`` False), ``t`` itself."""
         got = self._weights.get(id(t))
         if got is None or got[0]() is not t:
             return None
-        return got[1]
+        return got[1] if got[1] is not None else t
 
     def on_sdpa(self, name: str, given: dict[str, Any], result: Any) -> None:
         """An attention call named ``name`` with arguments ``given`` returned ``result``."""

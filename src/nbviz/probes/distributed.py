@@ -440,6 +440,7 @@ def gather_evaluation(
             units=units,
             units_name=ev.units_name,
             inputs=gathered_inputs,
+            inputs_whole=ev.inputs_whole,
         )
         # NaN/inf logits predict no class (as in a single process's evaluate)
         pred = rec.predictions_from(np.asarray(logits), None, "evaluate")[0]

@@ -13,10 +13,15 @@ integer targets, and evaluated token by token (:mod:`nbviz.probes.token_evaluati
 for such a model each unit of the layers named in ``token_layers`` (and of ``units_layer``)
 keeps the tokens it was most active on, within a bound on the units of all layers
 together (:mod:`nbviz.probes.unit_tokens` says which layers are kept).
+
+A little over 500 lines: one pass's gathering (:class:`_Batches`) reads a batch of each
+kind (classifier, per-position classes, ``loss_fn``, tokens) into the same arrays; how a
+batch is taken apart and given to the model is apart (:mod:`nbviz.probes.eval_batch`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +37,7 @@ from nbviz.probes.eval_batch import (
     call_model,
     default_embed_layer,
     resolve_layer,
+    sample_inputs,
     split_batch,
     split_for_loss,
     to_device,
@@ -72,6 +78,9 @@ class Evaluation:
     top_tokens: list[LayerTopTokens] | None = None  # each unit's top tokens, per layer
     # layers whose top tokens were not kept -> why (see recording.unit_tokens.LEFT_OUT_REASONS)
     top_tokens_left_out: dict[str, str] | None = None
+    # False where the inputs kept are one of several arguments (a tuple's first, a dict's
+    # token ids): no sample's whole input, so none can be captured from them
+    inputs_whole: bool = True
 
 
 def _unit_summary(module: nn.Module, t: torch.Tensor) -> torch.Tensor:
@@ -199,17 +208,30 @@ def run_evaluation(
 
 
 def _model_output(
-    model: nn.Module, x: Any, device: torch.device, batch: Any
+    model: nn.Module, x: Any, device: torch.device, batch: Any, rows: int | None = None
 ) -> tuple[torch.Tensor, Any]:
-    """The model's scores for the batch, and the loss it gave itself (None where none)."""
-    out = call_model(model, x, device, batch)
+    """The model's scores for the batch, and the loss it gave itself (None where none):
+    a Hugging Face output's ``logits`` and ``loss``; else the first float tensor of the
+    output, after a leading 0-d one (a ``(loss, logits, ...)`` tuple or dataclass)."""
+    out = call_model(model, x, device, batch, rows)
     if isinstance(out, Mapping) and isinstance(out.get("logits"), torch.Tensor):
         # a Hugging Face output: its loss, given the labels, comes first
         return out["logits"], out.get("loss")
+    own = None
+    if isinstance(out, tuple | list) or (
+        dataclasses.is_dataclass(out) and not isinstance(out, type)
+    ):
+        items = (
+            list(out)
+            if isinstance(out, tuple | list)
+            else [getattr(out, f.name) for f in dataclasses.fields(out)]
+        )
+        if items and isinstance(items[0], torch.Tensor) and items[0].ndim == 0:
+            own, out = items[0], tuple(items[1:])
     _, t = find_tensor(out)
     if t is None:
         raise ValueError(f"evaluate: the model returned {type(out).__name__} with no float tensor")
-    return t, None
+    return t, own
 
 
 class _Batches:
@@ -226,6 +248,7 @@ class _Batches:
         self.outputs: list[np.ndarray] = []
         self.targets: list[np.ndarray] = []
         self.n_inputs = 0
+        self.inputs_whole = True
         self.has_ids: bool | None = None
         self.targets_are_inputs: bool | None = None
         self.keeping = {"outputs": True, "targets": True}
@@ -273,7 +296,9 @@ class _Batches:
                     f"evaluate: batch {number} has {len(i_arr)} ids for {rows} samples"
                 )
             self.ids.append(i_arr)
-        x = token_inputs(x)
+        if isinstance(x, tuple | list | Mapping):
+            self.inputs_whole = False  # one of several arguments: no sample's whole input
+        x = sample_inputs(x)
         if isinstance(x, torch.Tensor | np.ndarray) and self.n_inputs < self.max_samples:
             arr = rec.to_numpy(x, "evaluate: inputs")[: self.max_samples - self.n_inputs]
             self.inputs.append(arr)
@@ -288,7 +313,7 @@ class _Batches:
             if not len(y):
                 return
             self._begin_top(x, y, batch, device)
-            logit, own_loss = _model_output(model, x, device, batch)
+            logit, own_loss = _model_output(model, x, device, batch, len(y))
             if token_shapes(logit, y):
                 mask = batch_mask(batch, device)
                 logit, y, shifted = aligned_like_model(
@@ -306,7 +331,7 @@ class _Batches:
             y_arr = rec.to_numpy(y, "evaluate: labels").reshape(-1)
             if not len(y_arr):
                 return  # an empty batch: nothing to evaluate
-            logit, _ = _model_output(model, x, device, batch)
+            logit, _ = _model_output(model, x, device, batch, len(y_arr))
         if dense_classes(logit, y):
             self._dense_batch(number, logit, to_device(y, device), x, i)
             return
@@ -352,7 +377,8 @@ class _Batches:
         target = to_device(x if y is None else y, device)
         if token_targets(target):
             self._begin_top(x, target, batch, device)
-        out, _ = _model_output(model, x, device, batch)
+        known = len(y) if isinstance(y, torch.Tensor | np.ndarray) and y.ndim else None
+        out, _ = _model_output(model, x, device, batch, known)
         rows = out.shape[0] if out.ndim else 1
         per = loss_fn(out, target)
         if token_shapes(out, target):  # a language model: its loss position by position
@@ -442,6 +468,7 @@ class _Batches:
             units=None,
             units_name=None,
             inputs=inputs,
+            inputs_whole=self.inputs_whole,
             **fields,
         )
 

@@ -173,8 +173,11 @@ class _HeadsMode(AttentionCalls):
 
     Only while that forward runs: a call made once it has ended (a forward cut short
     by ``KeyboardInterrupt`` leaves the mode entered until the next forward) runs
-    as made and is not seen.
+    as made and is not seen. The heads are measured on the weighted sums alone: the
+    softmax's results are not held (``KEEPS_WEIGHTS``).
     """
+
+    KEEPS_WEIGHTS = False
 
     def __init__(self, stats: HeadStats, stack: ModuleStack, root: nn.Module) -> None:
         super().__init__(stack.innermost)

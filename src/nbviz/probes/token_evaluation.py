@@ -21,6 +21,7 @@ the per-token arrays of the first samples (up to
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -88,27 +89,36 @@ def aligned_like_model(
 
     ``own_loss``: the loss the model gave for ``targets`` (None where it gave none). Shifted
     (``logits[:, :-1]`` against ``targets[:, 1:]``) where that loss is the mean
-    cross-entropy of the shifted pairs and not of the pairs as given; else as given.
+    cross-entropy of the shifted pairs and not of the pairs as given, with ``ignore_index``
+    or with -100 (a Hugging Face model's, where the pass ignores a pad id); else as given,
+    with a warning where the model gave a loss that neither alignment matches.
     """
     if not isinstance(own_loss, torch.Tensor) or own_loss.numel() != 1 or targets.shape[1] < 2:
         return logits, targets, False
     own = float(own_loss.detach().float())
 
-    def mean_ce(scores: torch.Tensor, labels: torch.Tensor) -> float:
+    def mean_ce(scores: torch.Tensor, labels: torch.Tensor, ignored: int) -> float:
         return float(
-            F.cross_entropy(
-                scores.float().transpose(1, 2), labels.long(), ignore_index=ignore_index
-            )
+            F.cross_entropy(scores.float().transpose(1, 2), labels.long(), ignore_index=ignored)
         )
 
     def close(value: float) -> bool:
         return abs(value - own) <= 1e-4 * max(1.0, abs(own))
 
-    if close(mean_ce(logits, targets)):
-        return logits, targets, False
-    shifted = logits[:, :-1], targets[:, 1:]
-    if close(mean_ce(*shifted)):
-        return shifted[0], shifted[1], True
+    # the model's loss may ignore -100 where this pass ignores another id (a pad id)
+    for ignored in dict.fromkeys((int(ignore_index), -100)):
+        if close(mean_ce(logits, targets, ignored)):
+            return logits, targets, False
+        shifted = logits[:, :-1], targets[:, 1:]
+        if close(mean_ce(*shifted, ignored)):
+            return shifted[0], shifted[1], True
+    warnings.warn(
+        f"evaluate: the model's own loss ({own:.6g}) is neither the cross-entropy of its "
+        "scores against the labels as given nor against the labels shifted by one (with "
+        f"ignore_index={ignore_index} or -100); positions are read as given, position t "
+        "scored on label t",
+        stacklevel=6,  # Run.evaluate's caller
+    )
     return logits, targets, False
 
 

@@ -272,6 +272,12 @@ def _captured(
     """``(id, input)`` of each sample in ``capture_ids``; all must be among the inputs kept."""
     if not len(capture_ids):
         return []
+    if not result.inputs_whole:
+        raise ValueError(
+            f"evaluate: capture_ids {list(capture_ids)[:10]} need each sample's whole input, "
+            "and this loader's inputs are several arguments (a tuple or a dict); capture "
+            "those samples with run.capture(model, sample, id) instead"
+        )
     inputs = result.inputs if result.inputs is not None else ()
     where = {int(i): k for k, i in enumerate(ids[: len(inputs)])}
     lost = [int(i) for i in capture_ids if int(i) not in where]

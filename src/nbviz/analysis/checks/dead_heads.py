@@ -4,17 +4,18 @@ Read from the per-head output statistics of the training forward (the
 ``<module>/heads`` pseudo-layers, on by default wherever the module structure shows
 heads). A head is dead at a capture by the rule every view applies
 (:func:`nbviz.analysis.dead_heads.dead_heads`: its output RMS below 1e-3 of its
-layer's largest head, or 0); the finding names the heads dead at each of the last
-:data:`WINDOW` captures (at least :data:`MIN_CAPTURES`). The rule is exact, not a
-sample's noise: a live head's output is a weighted mean of its values over the
+layer's largest head and below an absolute floor, or 0); the finding names the heads
+dead at each of the last :data:`WINDOW` captures (at least :data:`MIN_CAPTURES`). The
+rule is exact, not a sample's noise: a live head's output is a weighted mean of its values over the
 tokens, which is ~0 only when its value projection (or its input) is.
 
 A dead head adds nothing to the residual stream, and where what reads it (the output
 projection's columns for it) is zero too, no gradient reaches it: it never recovers.
 Dead from the first capture, it points at how the weights were made or loaded
 (``architecture``: a head pruned, rows left empty by a checkpoint); killed later,
-at steps too large for it (``learning_rate``). A layer whose heads are all dead is
-an ``error``: its attention passes nothing on.
+at steps too large for it (``learning_rate``): heads of one layer dead from the start
+and heads killed later are two findings, each with its cause and onset. A layer whose
+heads are all dead is an ``error``: its attention passes nothing on.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 from nbviz.analysis.checks.finding import Finding
 from nbviz.analysis.checks.model import unit_values
 from nbviz.analysis.checks.robust import trailing_run_start
-from nbviz.analysis.dead_heads import DEAD, dead_heads
+from nbviz.analysis.dead_heads import DEAD, FLOOR, dead_heads
 
 CHECK = "dead_heads"
 #: Captures a head must be dead at, each, to be named (fewer on a shorter run).
@@ -69,11 +70,19 @@ def check(run: Any) -> list[Finding]:
         if not dead_now.any():
             continue
         heads = [int(h) for h in np.flatnonzero(dead_now)]
-        starts = [trailing_run_start(dead[:, h]) for h in heads]
-        onset = int(steps[max(s or 0 for s in starts)])
-        from_start = all(s == 0 for s in starts)
+        starts = {h: trailing_run_start(dead[:, h]) or 0 for h in heads}
         module = str(info.get("module", name.removesuffix("/heads")))
-        findings.append(_finding(module, name, heads, rms, steps, window, onset, from_start))
+        everyone = len(heads) == rms.shape[1]
+        # dead from the first capture (how the weights were made) and killed later (the
+        # steps) are two findings, each with its own cause and onset
+        for later in (False, True):
+            group = [h for h in heads if (starts[h] > 0) == later]
+            if not group:
+                continue
+            onset = int(steps[max(starts[h] for h in group)])
+            findings.append(
+                _finding(module, name, group, rms, steps, window, onset, not later, everyone)
+            )
     return findings
 
 
@@ -86,7 +95,10 @@ def _finding(
     window: int,
     onset: int,
     from_start: bool,
+    all_dead: bool = False,
 ) -> Finding:
+    """One finding for ``heads``, all dead from the start or all killed later;
+    ``all_dead``: every head of the layer is dead (in this finding or the other)."""
     n_heads = int(rms.shape[1])
     everyone = len(heads) == n_heads
     listed = ", ".join(str(h) for h in heads)
@@ -99,7 +111,9 @@ def _finding(
     else:
         which = f"head{'s' if plural else ''} {listed} of the {n_heads} of '{module}'"
         top = float(np.max(np.where(np.isfinite(recent), recent, 0.0)))
-        level = f"the output RMS is 0 or below {DEAD:g} of the largest head's ({top:.3g})"
+        level = (
+            f"the output RMS is 0 or below {DEAD:g} of the largest head's ({top:.3g}) and {FLOOR:g}"
+        )
     message = (
         f"{which[0].upper()}{which[1:]} {'are' if everyone or plural else 'is'} dead {since}: "
         f"{level} at each of the last {window} captures. A dead head adds nothing to what the "
@@ -110,7 +124,7 @@ def _finding(
     later = not from_start
     return Finding(
         check=CHECK,
-        severity="error" if everyone else "warning",
+        severity="error" if everyone or all_dead else "warning",
         layer=module,
         step=int(steps[0]) if from_start else onset,
         cause="learning_rate" if later else "architecture",
@@ -126,5 +140,6 @@ def _finding(
             "window_steps": [int(steps[-window]), int(steps[-1])],
             "from_first_capture": from_start,
             "threshold": DEAD,
+            "floor": FLOOR,
         },
     )

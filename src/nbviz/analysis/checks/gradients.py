@@ -19,11 +19,13 @@ well-converged run are small everywhere, and this does not trip on that.
   (at most 1/4) at every layer, falls below 1e-6.
   A layer that low while a layer before it (nearer the input) gets
   :data:`UPSTREAM_LEARNS` (1/100) or more of its later layers' is not counted: the
-  gradient reached the input side, and that layer's is small on its own. The query and
-  key projections of attention whose logits are small (a transformer at
-  initialisation, BERT or BART with their 0.02 weights: 1e-7 to 5e-5 of the later
-  layers' while their embeddings get 0.1-1.6) are such layers: the softmax passes
-  them little gradient until its logits grow.
+  gradient reached the input side, and that layer's is small on its own, where the
+  layer is a projection inside an attention module whose heads were recorded (a
+  ``<module>/heads`` layer; elsewhere, a deep sigmoid stack beside a wide layer that
+  learns is still a vanishing gradient). The query and key projections of attention
+  whose logits are small (a transformer at initialisation, BERT or BART with their 0.02
+  weights: 1e-7 to 5e-5 of the later layers' while their embeddings get 0.1-1.6) are
+  such layers: the softmax passes them little gradient until its logits grow.
 - Exploding (by depth): a layer whose ratio is over :data:`EXPLODE_DEPTH_RATIO`
   (1000) times the largest of the layers after it: the gradient grows on its
   way back to the input.
@@ -173,6 +175,23 @@ def _learns_upstream(median: np.ndarray, groups: Sequence[str], i: int) -> bool:
     )
 
 
+def _attention_modules(run: Any) -> list[str]:
+    """The attention modules whose heads the run recorded (``<module>/heads`` layers)."""
+    meta = run.meta("heads") or {}
+    layers = meta.get("layers") if isinstance(meta, dict) else None
+    if not isinstance(layers, dict):
+        return []
+    return [
+        str(info.get("module", name.removesuffix("/heads")) if isinstance(info, dict) else name)
+        for name, info in layers.items()
+    ]
+
+
+def _in_attention(module: str, attention: Sequence[str]) -> bool:
+    """Whether ``module`` is a projection inside one of the ``attention`` modules."""
+    return any(a and (module == a or module.startswith(a + ".")) for a in attention)
+
+
 def check_vanishing(run: Any) -> list[Finding]:
     """Layers whose gradient (relative to their weights) is a tiny fraction of later layers'."""
     lay = layout(run)
@@ -189,12 +208,16 @@ def check_vanishing(run: Any) -> list[Finding]:
     window = min(WINDOW, len(steps))
     median = nanmedian(ratio[-window:], axis=0)
     groups = [lay.model_of(p) for p in params]
+    attention = _attention_modules(run)
     bad = [
         i
         for i in range(len(params))
         if np.isfinite(median[i])
         and median[i] < VANISH_RATIO
-        and not _learns_upstream(median, groups, i)
+        and not (
+            _in_attention(lay.param(params[i]).module, attention)
+            and _learns_upstream(median, groups, i)
+        )
     ]
     if not bad:
         return [_vanishing_backprop(lay, b) for b in backprop if b.total <= VANISH_BACKPROP]
