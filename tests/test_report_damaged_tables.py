@@ -14,6 +14,7 @@ import pytest
 
 import nbviz
 from nbviz.report import write_report
+from nbviz.widgets.wire import array_from_payload
 
 DATA = re.compile(r'<script type="application/json" id="nbviz-report-data">(.*?)</script>', re.S)
 VIEWS = {"StepScrubber", "LossCurves", "LayerBrowser", "Histograms", "ConfusionMatrix"}
@@ -119,3 +120,31 @@ def test_answers_behind_a_damaged_table_are_left_out_and_said_in_the_page(
     assert note in state_of(data, "Dashboard", "pending").split("\n")
     group = next(g for g in data["groups"] if g["label"] == "LayerBrowser")
     assert group["entries"], "the answers read before the damaged table are kept"
+
+
+def test_a_histograms_view_leaves_out_a_step_that_does_not_decode_and_says_which(
+    demo_run_path: Path, tmp_path: Path
+) -> None:
+    second = "(SELECT min(step) FROM histograms WHERE step > (SELECT min(step) FROM histograms))"
+    damaged = damaged_copy(
+        demo_run_path,
+        tmp_path / "hist",
+        f"UPDATE histograms SET counts = substr(counts, 1, 3) WHERE step = {second};",
+    )
+    con = sqlite3.connect(damaged / "run.sqlite")
+    bad, after = (
+        s
+        for (s,) in con.execute(
+            "SELECT DISTINCT step FROM histograms ORDER BY step LIMIT 2 OFFSET 1"
+        )
+    )
+    con.close()
+    run = nbviz.open_run(damaged)
+    view = nbviz.Histograms(run, live=False)
+    assert f"do not decode and are left out (step {bad})" in view.notice, view.notice
+    assert bad not in array_from_payload(view.data["steps"]).tolist()
+    view.step = bad
+    assert view.current == {} and f"the histogram at step {bad}" in view.error
+    view.step = after
+    assert view.error == "" and view.current["step"] == after
+    run.close()

@@ -44,3 +44,33 @@ def test_report_of_damaged_embeddings_shows_the_other_views_and_says_what_is_not
     page.locator('.nbviz-dash-tab[data-key="predictions"]').click()
     expect(page.locator(".nbviz-confusion")).to_be_visible()
     expect(page.locator(".nbviz-projector")).to_have_count(0)
+
+
+def test_report_of_a_damaged_histogram_draws_the_others_and_names_the_step(
+    new_page: Callable[..., Any], demo_run_path: Path, tmp_path: Path
+) -> None:
+    from nbviz.report import write_report
+
+    run = tmp_path / "run"
+    shutil.copytree(demo_run_path, run)
+    con = sqlite3.connect(run / "run.sqlite")
+    (bad,) = con.execute(
+        "SELECT DISTINCT step FROM histograms ORDER BY step LIMIT 1 OFFSET 1"
+    ).fetchone()
+    con.execute("UPDATE histograms SET counts = substr(counts, 1, 3) WHERE step = ?", (bad,))
+    con.commit()
+    con.close()
+    info = write_report(run, tmp_path / "report.html", max_steps=10)
+
+    page = new_page(offline=True)
+    page.context.route(
+        "**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort()
+    )
+    page.goto(Path(info.path).resolve().as_uri())
+    page.wait_for_selector("#nbviz-report-root[data-nbviz-ready=true]")
+    page.locator('.nbviz-dash-tab[data-key="layers"]').click()
+    notice = page.locator(".nbviz-histograms .nbviz-hist-notice")
+    expect(notice).to_contain_text(f"do not decode and are left out (step {bad})")
+    expect(page.locator(".nbviz-histograms canvas").first).to_be_visible()
+    page.locator(".nbviz-histograms").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "report-damaged-histogram.png"), full_page=True)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import traitlets
 
-from nbviz.store import MissingStepError
+from nbviz.store import MissingStepError, RunFileError
 from nbviz.widgets.checks import check_choice, check_known
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import LiveView, linked_step, reacts_to, view_css
@@ -116,6 +116,7 @@ class Histograms(LiveView):
         super().__init__(**kwargs)
         self._run = run
         self._steps = np.zeros(0, dtype=np.int64)
+        self._damage: RunFileError | None = None  # the last stored histogram that did not decode
         with self._building([run], live):
             self.signal = signal
             self._choose_layers(prefer=layer)
@@ -205,8 +206,11 @@ class Histograms(LiveView):
             return
         # the steps any layer has this signal's histograms at (runs of steps: a few rows)
         self._steps = np.asarray(self._run.recorded_steps(f"histograms:{sig}"), dtype=np.int64)
-        sample = evenly(self._steps, MAX_ROWS)
-        rows = self._run.histogram_rows(self.layer, sig, steps=[int(s) for s in sample])
+        sample = [int(s) for s in evenly(self._steps, MAX_ROWS)]
+        try:
+            rows, damaged = self._run.histogram_rows(self.layer, sig, steps=sample), []
+        except RunFileError:  # a damaged row: the others read one by one, the rest drawn
+            rows, damaged = self._readable_rows(sig, sample)
         lo, hi, counts = common_bins(rows.lo, rows.hi, rows.counts)
         self.data = {
             "layer": self.layer,
@@ -218,6 +222,27 @@ class Histograms(LiveView):
             "nonfinite": array_trait_payload(rows.nonfinite, dtype="<f8"),
         }
         self.notice = count_text(len(rows.steps), len(self._steps), "histograms (sampled evenly)")
+        if damaged:
+            shown = ", ".join(str(s) for s in damaged[:5]) + (", ..." if len(damaged) > 5 else "")
+            self.notice += (
+                f"; {len(damaged)} stored histogram(s) do not decode and are left out "
+                f"(step {shown}): {damaged_reason(self._damage)}"
+            )
+
+    def _readable_rows(self, sig: str, steps: list[int]) -> tuple[Any, list[int]]:
+        """The rows at ``steps`` that decode, one read each, and the steps that do not."""
+        good, damaged = [], []
+        for step in steps:
+            try:
+                self._run.histogram_rows(self.layer, sig, steps=step)
+            except RunFileError as exc:
+                damaged.append(step)
+                self._damage = exc
+            except (MissingStepError, ValueError):
+                continue
+            else:
+                good.append(step)
+        return self._run.histogram_rows(self.layer, sig, steps=good), damaged
 
     def _fill_current(self) -> None:
         sig = SIGNALS[self.signal]
@@ -228,9 +253,15 @@ class Histograms(LiveView):
         at = int(self._steps[i])
         try:
             rows = self._run.histogram_rows(self.layer, sig, steps=at)
+        except RunFileError as exc:  # said in the view; the next readable step clears it
+            self.current = {}
+            self.error = f"Histograms: the histogram at step {at}: {damaged_reason(exc)}"
+            return
         except (MissingStepError, ValueError):
             self.current = {}
             return
+        if self.error.startswith("Histograms: the histogram at step "):
+            self.error = ""
         self.current = {
             "layer": self.layer,
             "step": at,
@@ -328,3 +359,8 @@ Histograms._css = view_css(
 .nbviz-toolbar select { font: inherit; }
 """
 )
+
+
+def damaged_reason(exc: RunFileError | None) -> str:
+    """What is wrong with a stored value, without the file's path and the remedy."""
+    return exc.problem if exc is not None else "it does not decode"
