@@ -11,6 +11,8 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
+import tiny_hf  # noqa: E402
+
 import nbviz  # noqa: E402
 
 VOCAB, TOKENS, HEAD = 40, 12, 16
@@ -18,17 +20,7 @@ VOCAB, TOKENS, HEAD = 40, 12, 16
 
 def tiny_llama() -> transformers.LlamaForCausalLM:
     """Two layers, four query heads sharing two key/value heads (grouped-query attention)."""
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=32,
-    )
-    return transformers.LlamaForCausalLM(config)
+    return tiny_hf.tiny_llama(kv_heads=2, vocab=VOCAB)
 
 
 def kill_first_group(attention: torch.nn.Module, opt: torch.optim.Optimizer | None = None) -> None:

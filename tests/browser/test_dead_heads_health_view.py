@@ -13,6 +13,8 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
+import tiny_hf  # noqa: E402
+
 import nbviz  # noqa: E402
 
 LAYER = "model.layers.1.self_attn"
@@ -20,17 +22,7 @@ LAYER = "model.layers.1.self_attn"
 
 def dead_head_run(path) -> None:
     """A tiny Llama whose key/value head 0 (query heads 0 and 1) is zeroed with what reads it."""
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=40,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=32,
-    )
-    model = transformers.LlamaForCausalLM(config)
+    model = tiny_hf.tiny_llama(kv_heads=2, vocab=40)
     attention = model.get_submodule(LAYER)
     with torch.no_grad():
         attention.v_proj.weight[:16] = 0
