@@ -286,6 +286,43 @@ def test_padding_is_left_out_of_the_statistics(tmp_path):
     np.testing.assert_allclose(zero_frac[0], (real <= 0).float().mean(0).numpy(), atol=1e-6)
 
 
+class MaskedLM(PaddedLM):
+    """Called as a Hugging Face model is: ``model(ids, attention_mask=mask)``."""
+
+    def forward(self, ids, attention_mask=None):
+        return super().forward(ids)
+
+
+def test_a_forwards_attention_mask_leaves_padding_out_without_set_mask(tmp_path):
+    torch.manual_seed(0)
+    model = MaskedLM()
+    ids = torch.randint(1, 10, (4, 7))
+    ids[:, 5:] = 0
+    keep = ids != 0
+    seen = {}
+    model.fc.register_forward_hook(lambda m, a, out: seen.update(fc=out.detach().clone()))
+    model.fc.register_full_backward_hook(lambda m, gi, go: seen.update(g=go[0].detach().clone()))
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(model, every=1)
+        out = model(ids, attention_mask=keep.long())
+        F.cross_entropy(out, torch.tensor([0, 1, 2, 0])).backward()
+        run.log(0, train_loss=0.0)
+        seen_first = seen["fc"]
+        # a later forward without a mask is measured whole again
+        F.cross_entropy(model(ids), torch.tensor([0, 1, 2, 0])).backward()
+        run.log(1, train_loss=0.0)
+        run.flush()
+        act = run.stats("activation", layer="fc").set_index("step")
+        grad = run.stats("gradient", layer="fc").set_index("step")
+    real = seen_first[keep]
+    assert act.loc[0, "count"] == real.numel()
+    assert act.loc[0, "max"] == pytest.approx(float(real.max()), rel=1e-6)
+    assert act.loc[1, "count"] == seen["fc"].numel()
+    assert act.loc[1, "max"] > 1e3  # the padding's values count when no mask is given
+    assert grad.loc[0, "count"] == int(keep.sum()) * 5
+    assert grad.loc[1, "count"] == seen["g"].numel()
+
+
 def test_bad_masks_are_refused_naming_the_value(tmp_path):
     model = PaddedLM()
     with nbviz.Run(tmp_path / "run") as run:

@@ -116,3 +116,31 @@ def test_an_encoder_decoders_mask_is_not_taken_for_its_decoders_tokens(tmp_path)
     _, got = run.unit_stats("model.decoder.layers.0.self_attn/heads", "head_rms")
     np.testing.assert_allclose(got[0], rms_per_head(heads_in[0]), rtol=1e-5)
     run.close()
+
+
+def test_the_attention_mask_leaves_padding_out_of_every_tokens_statistics(tmp_path):
+    """Not only the heads: each (batch, tokens, features) output and output gradient is
+    summarised over the real tokens; an output of another shape (the position
+    embeddings, (1, tokens, features); the pooled (batch, features)) whole."""
+    model = tiny_bert()
+    seen: dict[str, torch.Tensor] = {}
+    dense = model.get_submodule("bert.encoder.layer.0.intermediate.dense")
+    dense.register_forward_hook(lambda m, a, out: seen.update(dense=out.detach()))
+    run = nbviz.Run(tmp_path / "run")
+    run.watch(model, every=1)
+    ids, mask, labels = padded(0)
+    loss = model(input_ids=ids, attention_mask=mask.long(), labels=labels).loss
+    loss.backward()
+    run.log(0, train_loss=loss)
+    run.flush()
+    act = run.stats("activation").set_index("layer")["count"]
+    grad = run.stats("gradient").set_index("layer")["count"]
+    real = int(mask.sum())
+    assert act["bert.encoder.layer.0.intermediate.dense"] == real * 64
+    assert grad["bert.encoder.layer.0.intermediate.dense"] == real * 64
+    assert act["bert.embeddings.position_embeddings"] == TOKENS * HEADS * HEAD
+    assert act["bert.pooler.dense"] == 6 * HEADS * HEAD
+    kept = seen["dense"][mask]
+    got = run.stats("activation", layer="bert.encoder.layer.0.intermediate.dense").iloc[0]
+    assert got["max"] == pytest.approx(float(kept.max()), rel=1e-6)
+    run.close()

@@ -76,6 +76,8 @@ class StepClock:
     notes: list[str]
     _root_calls: int
     _summary_written: bool
+    _mask: torch.Tensor | None  # the loop's (batch, tokens) mask (Probe.set_mask)
+    _forward_mask: torch.Tensor | None  # the mask of the captured forward in progress
 
     def _setup_clock(self, first_step: int, optimizer: torch.optim.Optimizer | None) -> None:
         self._next_step = first_step
@@ -157,14 +159,16 @@ class StepClock:
             self._start_step()
         self._active = True
         self._checked = None
-        if self._capture is not None and self._heads is not None:
-            # ended by an always-called hook (nbviz.probes.hooks); padding left out: the
-            # probe's mask, else the forward's own attention_mask (an encoder-decoder's is
-            # its encoder's: its decoder's tokens are others, maybe as many)
+        if self._capture is not None:
+            # padding left out of this forward's statistics: the probe's mask, else the
+            # forward's own attention_mask (an encoder-decoder's is its encoder's: its
+            # decoder's tokens are others, maybe as many)
             mask = self._mask
             if mask is None and kwargs and not _encoder_decoder(root):
                 mask = padding_mask(kwargs.get("attention_mask"))
-            self._heads.begin(root, mask)
+            self._forward_mask = mask
+            if self._heads is not None:
+                self._heads.begin(root, mask)  # ended by an always-called hook (hooks.py)
         if not self._summary_written:
             self._root_calls += 1
         if not self._autocast:

@@ -60,7 +60,7 @@ class ModuleHooks:
     _root_calls: int  # the model's training forwards during the first step
     _summary_written: bool
     _unit_dims: dict[str, int | None]
-    _mask: torch.Tensor | None  # (batch, tokens): True where a position counts
+    _forward_mask: torch.Tensor | None  # (batch, tokens): True where a position counts
     _outputs_only: frozenset[str]  # modules whose output gradient is not recorded
     _heads: HeadStats | None  # per-head statistics of attention outputs (capture steps)
 
@@ -169,7 +169,7 @@ class ModuleHooks:
             ud = None  # the unit count changed: statistics only
         # (batch, tokens, features): each feature's peak too (massive activations)
         peaks = ud == 2 and x.dim() == 3
-        mask = self._mask
+        mask = self._forward_mask
         if mask is not None and x.dim() >= 3 and x.shape[:2] == mask.shape:
             x, ud = masked(x, mask, ud)
         entry = capture.add_clean(
@@ -233,7 +233,7 @@ class ModuleHooks:
             return
         if self._grad_scale is not None:
             grad = grad * self._grad_scale  # the gradient of the ranks' mean loss (DDP's)
-        mask = self._mask
+        mask = self._forward_mask
         if mask is not None and grad.dim() >= 3 and grad.shape[:2] == mask.shape:
             grad = masked(grad, mask, None)[0]
         capture.add_clean((name, "gradient"), grad, None, self._hist_for(name, "gradient"))

@@ -124,8 +124,8 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
     positions (see :mod:`nbviz.probes.attention_capture`). Each attention head's
     output is measured with the activations (:mod:`nbviz.probes.heads`; ``heads=False``
     leaves it out, and the dispatch of each torch call of a captured forward it costs).
-    ``probe.set_mask(mask)``
-    leaves padding out of the statistics (see :meth:`Probe.set_mask`).
+    ``probe.set_mask(mask)``, or a forward's own ``attention_mask``, leaves padding out
+    of the statistics (see :meth:`Probe.set_mask`).
     """
 
     def __init__(
@@ -305,6 +305,7 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
                 "its graph)"
             )
         self._mask: torch.Tensor | None = None
+        self._forward_mask: torch.Tensor | None = None
         self._setup_hooks(model)
         self._setup_measure()
         self._setup_clock(first_step, optimizer)
@@ -375,9 +376,12 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
         per-unit maps and dead units, histograms); others are as before. It holds
         until set again (a loop with padding sets it before each forward);
         ``None`` removes it. The non-finite sentinel still checks every element.
+        Without it, a forward called with an ``attention_mask`` keyword of that shape
+        (Hugging Face's: 1 or True for a real token) is read the same way, except by
+        an encoder-decoder, whose mask is its encoder's.
         """
         if mask is None:
-            self._mask = None
+            self._mask = self._forward_mask = None
             return
         if not isinstance(mask, torch.Tensor):
             try:
@@ -397,7 +401,7 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
                     f"set_mask: mask must hold booleans (or 0/1), got {mask.dtype} values"
                 )
             mask = mask != 0
-        self._mask = mask.detach().to(self.device)
+        self._mask = self._forward_mask = mask.detach().to(self.device)
 
     def flush(self) -> None:
         """Hand everything recorded so far to the writer (ends nothing in progress)."""
