@@ -124,6 +124,9 @@ def _scenario(name: str):
     if name == "tiny_init":  # N(0, 0.01^2): about 16x smaller per layer
         m = normal_init(mlp(64, *[64] * 7, 10), lambda fan_in: 0.01)
         return m, torch.optim.Adam(m.parameters(), lr=1e-3), "digits", ce
+    if name == "saturated_init":  # tanh with N(0, 36 / fan_in): most outputs at +-1 from the start
+        m = normal_init(mlp(64, *[64] * 6, 10, act=nn.Tanh), lambda fan_in: 6 / math.sqrt(fan_in))
+        return m, torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9), "digits", ce
     if name == "lr_diverges":  # every step overshoots more, until the loss overflows
         m = mlp(8, 32, 1, act=nn.Tanh)
         return m, torch.optim.SGD(m.parameters(), lr=0.5), "linear", nn.functional.mse_loss
@@ -372,6 +375,22 @@ def test_a_bad_initialisation_is_the_root_of_what_follows(every, recorded):
     serious = findings[(findings["severity"] != "info") & (findings["id"] != root.name)]
     assert len(serious) and set(serious["root"]) == {root.name}
     assert "Kaiming" in verdict.iloc[0]["advice"]
+
+
+@EVERY
+def test_tanh_units_saturated_by_their_initial_weights_are_the_architecture(every, recorded):
+    # at the first capture each unit sits on +1 for some samples and -1 for others: the
+    # layer's moments and its units' means do not show it yet, its histogram does
+    run = recorded("saturated_init", every)
+    findings, verdict = verdict_of(run)
+    assert list(verdict["cause"]) == ["architecture"], explain(findings, verdict)
+    root = root_of(findings, verdict)
+    assert (root["check"], root["step"]) == ("saturated_units", 0)
+    assert root["layer"].startswith("act") and root["evidence"]["from_first_capture"]
+    assert root["evidence"]["at_first_capture"] >= 0.25
+    assert "Xavier" in verdict.iloc[0]["advice"]
+    serious = findings[findings["severity"] != "info"]
+    assert set(serious["cause"]) == {"architecture"}, explain(findings, verdict)
 
 
 # ------------------------------------------------------------------- healthy
