@@ -437,6 +437,22 @@ def test_the_verdict_has_its_columns_and_scores_in_order(recorded):
     assert findings.loc[findings["id"] == row["findings"][0], "message"].str.contains("Try:").all()
 
 
+def test_the_verdict_names_the_step_of_each_figure_it_gives(recorded):
+    # the rise starts at the root's step; its largest ratio is reached at the peak's step
+    from nbviz.analysis.checks.finding import fmt
+
+    run = recorded("lr_kills_relus", 1)
+    findings, verdict = verdict_of(run)
+    root = root_of(findings, verdict)
+    ev = root["evidence"]
+    assert ev["peak_step"] > root["step"]
+    losses = run.scalars("train_loss").set_index("step")["value"]
+    ratio = fmt(losses[ev["peak_step"]] / losses.iloc[0])
+    summary = verdict.iloc[0]["summary"]
+    assert f"from step {root['step']}" in summary, summary
+    assert f"{ratio}x its starting value at step {ev['peak_step']}" in summary, summary
+
+
 def test_the_run_gives_the_verdict_and_nbviz_info_prints_it_first(recorded, capsys):
     from nbviz.cli import main
 
