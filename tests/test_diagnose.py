@@ -321,6 +321,13 @@ def test_the_first_nonfinite_layer_and_step_are_named_and_later_layers_are_downs
     downstream = {d["module"] for d in row["evidence"]["downstream"]}
     assert {"fc2", "act", "fc3"} <= downstream and "poison" not in downstream
     assert "step 17" in row["message"] and "'poison'" in row["message"]
+    # forward, the NaN reaches the outputs after its origin; backward, every layer's gradient,
+    # those before it included: 'fc1' is named among the gradients, never among the outputs
+    spread = row["message"].split("It spread within that step to ")[1].split(". ")[0]
+    outputs, _, grads = spread.partition(" and the gradients of ")
+    assert outputs.startswith("the outputs of ") and "'fc2'" in outputs, row["message"]
+    assert "fc1" not in outputs and "'fc1.weight'" in grads, row["message"]
+    assert "downstream" not in row["message"].lower()
 
 
 # ------------------------------------------------------------- overfitting

@@ -124,6 +124,9 @@ def _scenario(name: str):
     if name == "tiny_init":  # N(0, 0.01^2): about 16x smaller per layer
         m = normal_init(mlp(64, *[64] * 7, 10), lambda fan_in: 0.01)
         return m, torch.optim.Adam(m.parameters(), lr=1e-3), "digits", ce
+    if name == "saturated_init":  # tanh with N(0, 36 / fan_in): most outputs at +-1 from the start
+        m = normal_init(mlp(64, *[64] * 6, 10, act=nn.Tanh), lambda fan_in: 6 / math.sqrt(fan_in))
+        return m, torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9), "digits", ce
     if name == "lr_diverges":  # every step overshoots more, until the loss overflows
         m = mlp(8, 32, 1, act=nn.Tanh)
         return m, torch.optim.SGD(m.parameters(), lr=0.5), "linear", nn.functional.mse_loss
@@ -374,6 +377,22 @@ def test_a_bad_initialisation_is_the_root_of_what_follows(every, recorded):
     assert "Kaiming" in verdict.iloc[0]["advice"]
 
 
+@EVERY
+def test_tanh_units_saturated_by_their_initial_weights_are_the_architecture(every, recorded):
+    # at the first capture each unit sits on +1 for some samples and -1 for others: the
+    # layer's moments and its units' means do not show it yet, its histogram does
+    run = recorded("saturated_init", every)
+    findings, verdict = verdict_of(run)
+    assert list(verdict["cause"]) == ["architecture"], explain(findings, verdict)
+    root = root_of(findings, verdict)
+    assert (root["check"], root["step"]) == ("saturated_units", 0)
+    assert root["layer"].startswith("act") and root["evidence"]["from_first_capture"]
+    assert root["evidence"]["at_first_capture"] >= 0.25
+    assert "Xavier" in verdict.iloc[0]["advice"]
+    serious = findings[findings["severity"] != "info"]
+    assert set(serious["cause"]) == {"architecture"}, explain(findings, verdict)
+
+
 # ------------------------------------------------------------------- healthy
 HEALTHY = [
     "healthy_adam_mlp",
@@ -416,6 +435,22 @@ def test_the_verdict_has_its_columns_and_scores_in_order(recorded):
     folded = findings[findings["root"] != ""]
     assert folded["message"].str.contains("This follows from").all()
     assert findings.loc[findings["id"] == row["findings"][0], "message"].str.contains("Try:").all()
+
+
+def test_the_verdict_names_the_step_of_each_figure_it_gives(recorded):
+    # the rise starts at the root's step; its largest ratio is reached at the peak's step
+    from nbviz.analysis.checks.finding import fmt
+
+    run = recorded("lr_kills_relus", 1)
+    findings, verdict = verdict_of(run)
+    root = root_of(findings, verdict)
+    ev = root["evidence"]
+    assert ev["peak_step"] > root["step"]
+    losses = run.scalars("train_loss").set_index("step")["value"]
+    ratio = fmt(losses[ev["peak_step"]] / losses.iloc[0])
+    summary = verdict.iloc[0]["summary"]
+    assert f"from step {root['step']}" in summary, summary
+    assert f"{ratio}x its starting value at step {ev['peak_step']}" in summary, summary
 
 
 def test_the_run_gives_the_verdict_and_nbviz_info_prints_it_first(recorded, capsys):

@@ -122,4 +122,5 @@ def test_the_verdict_a_root_opened_to_its_consequences_and_a_data_map_point(nb, 
     expect(card.locator(".nbviz-gallery-id")).to_have_text(f"#{chosen}")
     expect(card.locator("img")).to_be_visible()
     assert chosen in flipped
+    card.scroll_into_view_if_needed()  # the picture shows the sample the click opened
     nb.screenshot("data-map-sample")

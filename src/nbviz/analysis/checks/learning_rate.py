@@ -260,6 +260,11 @@ def check_too_high(run: Any) -> list[Finding]:
             f"starting {fmt(start)} (from step {step})"
         )
         summary = f"the loss rose to {fmt(peak / start)}x its starting value at step {step}"
+        if found["peak_step"] != step:
+            summary = (
+                f"the loss rose from step {step}, to {fmt(peak / start)}x its starting value "
+                f"at step {found['peak_step']}"
+            )
     else:
         what = (
             f"{name} climbed back from step {step} to {fmt(peak)} at step {found['peak_step']}, "

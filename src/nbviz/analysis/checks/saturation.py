@@ -19,6 +19,19 @@ least :data:`WARN_FRACTION` (half): a ``warning``. From the first capture it
 points at the initialisation or the input scale (``architecture``); saturation
 that set in during training at weights grown by too large steps
 (``learning_rate``).
+
+Whether it was there from the start is also read from the first capture's
+histogram, where one was recorded: weights too large for the activation put
+each unit on +1 for some samples and on -1 for others, so the layer's mean
+sits near the middle (the moments' bound reads nothing) and no unit's mean is
+near an end, while many outputs are. The histogram counts them (a bin across
+the edge counts in proportion to its overlap, which reads low: tanh outputs
+pile up at the very end). A flagged layer with at least
+:data:`FROM_START_FRACTION` of its outputs on the flat ends at the first capture
+was saturated by its initial weights or inputs, and training only deepened it;
+an activation at a sensible initialisation has almost none there. Only the
+first capture is read this way: its histogram's range was fixed from that
+capture's own values, so nothing it holds falls outside the bins.
 """
 
 from __future__ import annotations
@@ -29,7 +42,7 @@ import numpy as np
 
 from nbviz.analysis.checks.finding import Finding, onset_warning, pct
 from nbviz.analysis.checks.model import layer_stats, layout, unit_values
-from nbviz.analysis.checks.robust import onset
+from nbviz.analysis.checks.robust import Onset, onset
 
 CHECK = "saturated_units"
 #: Module types with flat ends, and the (low, high) of their output range.
@@ -43,6 +56,8 @@ SATURATING = {
 #: |z| beyond this is on the flat end (slope under 1 - EDGE**2 of the largest for tanh).
 EDGE = 0.96
 WARN_FRACTION = 0.5
+#: Saturated at the first capture by at least this much: the start put it there.
+FROM_START_FRACTION = 0.25
 WINDOW = 10
 MIN_CAPTURES = 2
 #: What to try for a layer saturated from the first capture, and for one saturated later.
@@ -62,6 +77,26 @@ def saturated_fraction(mean: np.ndarray, std: np.ndarray, low: float, high: floa
     zs = np.asarray(std, dtype=np.float64) / half
     second = zs**2 + zm**2
     return np.clip(1 - (1 - second) / (1 - EDGE**2), 0.0, 1.0)
+
+
+def histogram_fraction(run: Any, layer: str, step: int, low: float, high: float) -> float:
+    """Fraction of ``layer``'s outputs beyond :data:`EDGE` in its histogram at ``step``.
+
+    0.0 where no histogram was recorded there (histograms off, or another period).
+    """
+    if step not in set(run.histogram_steps(layer, "activation").tolist()):
+        return 0.0
+    edges, counts = run.histogram(layer, "activation", step)
+    counts = np.asarray(counts, dtype=np.float64)
+    total = counts.sum()
+    if not total > 0:
+        return 0.0
+    z = (np.asarray(edges, dtype=np.float64) - (high + low) / 2) / ((high - low) / 2)
+    left, right = z[:-1], z[1:]
+    width = np.where(right > left, right - left, 1.0)
+    beyond = np.clip(right - np.maximum(left, EDGE), 0, None)  # the part above +EDGE
+    beyond += np.clip(np.minimum(right, -EDGE) - left, 0, None)  # the part below -EDGE
+    return float((counts * np.minimum(beyond / width, 1.0)).sum() / total)
 
 
 def check(run: Any) -> list[Finding]:
@@ -93,6 +128,9 @@ def check(run: Any) -> list[Finding]:
         if level < WARN_FRACTION:
             continue
         when = onset(steps, frac >= WARN_FRACTION, window)
+        first = max(float(frac[0]), histogram_fraction(run, layer, int(steps[0]), low, high))
+        if not when.from_start and first >= FROM_START_FRACTION:
+            when = Onset(step=int(steps[0]), from_start=True)  # saturated by the first weights
         message = (
             f"{pct(level)} of the outputs of {lay.label(layer)} sit on its flat ends (within 2% "
             f"of {low:g} or {high:g}; median of the last {window} captures, {when.since()}), "
@@ -104,7 +142,7 @@ def check(run: Any) -> list[Finding]:
         )
         evidence = {
             "saturated_fraction": level,
-            "at_first_capture": float(frac[0]),
+            "at_first_capture": first,
             "from_first_capture": when.from_start,
             "window_captures": window,
             "edge": EDGE,
