@@ -1,6 +1,8 @@
 // Dashboard: the views of a run on one screen. A sticky header holds the step
-// scrubber, one tab per group of views and a line on what is not recorded yet;
-// below it, the open tab's views side by side where the width allows.
+// scrubber, one tab per group of views and the banner of a replaced run; below it
+// the lines on what is not shown (they scroll away with the views, so that the
+// header covers little of a tall tab), then the open tab's views side by side
+// where the width allows.
 //
 // A tab's views are created the first time it opens (a view drawn in a hidden
 // box would measure zero width) and kept afterwards; when the Python side adds a
@@ -25,9 +27,9 @@ function render({ model, el: root }) {
   const tabs = el("div", { class: "nbviz-dash-tabs", attrs: { role: "tablist", "aria-label": "views" } });
   const banner = el("div", { class: "nbviz-dash-banner", attrs: { role: "status" } });
   const pending = el("div", { class: ["nbviz-dash-pending", "nbviz-dashboard-notes"] });
-  const header = el("div", { class: "nbviz-dash-header" }, [scrubberHost, tabs, banner, pending]);
+  const header = el("div", { class: "nbviz-dash-header" }, [scrubberHost, tabs, banner]);
   const body = el("div", { class: "nbviz-dash-body" });
-  root.replaceChildren(header, body);
+  root.replaceChildren(header, pending, body);
 
   let closed = false;
   /** The mounted child views by model id: {view, host} (host is moved, never rebuilt). */

@@ -30,6 +30,9 @@ def test_an_autoencoder_in_the_dashboard_shows_losses_reconstructions_and_projec
         ready=".nbviz-dashboard",
     )
     page = nb.page
+    # tall enough for the whole Predictions tab: each view is screenshot whole, not
+    # under the header that sticks while a shorter window scrolls
+    page.set_viewport_size({"width": 1280, "height": 2400})
     dash = page.locator(".nbviz-dashboard")
     # the views of classes are out, and the Dashboard says why in one line
     expect(dash.locator(".nbviz-confusion")).to_have_count(0)
@@ -67,7 +70,6 @@ def test_an_autoencoder_in_the_dashboard_shows_losses_reconstructions_and_projec
     expect(detail.locator("[data-panel=input] img.nbviz-gallery-big")).to_have_count(1)
     expect(detail.locator(".nbviz-gallery-topk-box")).to_have_count(0)
     expect(detail).to_contain_text(re.compile(r"loss\s*0\.\d+"))
-    gallery.scroll_into_view_if_needed()
     gallery.screenshot(path=str(ARTIFACTS / "autoencoder-gallery.png"))
 
     # the projector: the 16-d codes, coloured by loss, no class colourings offered
@@ -89,18 +91,15 @@ def test_an_autoencoder_in_the_dashboard_shows_losses_reconstructions_and_projec
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=4)
     page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] - 2, steps=4)
     page.mouse.up()
-    nb.wait_kernel("len(dash.projector.selected_ids)", lambda v: int(v) > 0, timeout=60)
+    # a box over the whole stage takes every point: none is drawn outside it
+    nb.wait_kernel("len(dash.projector.selected_ids)", "449", timeout=60)
     chosen = pj.locator(".nbviz-pj-gallery .nbviz-gallery-card")
     expect(chosen.first.locator("[data-panel=output] img")).to_have_count(1)
     pj.screenshot(path=str(ARTIFACTS / "autoencoder-projector.png"))
     nb.screenshot("autoencoder-dashboard")
-    notes = dash.locator(".nbviz-dashboard-notes")
-    notes.scroll_into_view_if_needed()
     dash.locator('.nbviz-dash-tab[data-key="overview"]').click()
-    dash.locator(".nbviz-loss-curves").scroll_into_view_if_needed()
-    nb.screenshot("autoencoder-dashboard-top")
-    notes.scroll_into_view_if_needed()
-    nb.screenshot("autoencoder-dashboard-notes")
+    expect(dash.locator(".nbviz-loss-curves .nbviz-lc-canvas").first).to_be_visible()
+    nb.screenshot("autoencoder-dashboard-overview")
 
 
 def test_embeddings_logged_without_predictions_are_in_the_dashboards_projector(

@@ -13,8 +13,10 @@ HEADER_IN_VIEW = """() => {
   const area = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')
     ?? document.querySelector('.jp-NotebookPanel-notebook');
   const header = document.querySelector('.nbviz-dash-header');
+  const tabs = document.querySelector('.nbviz-dash-tabs');
   const dash = document.querySelector('.nbviz-dashboard');
   return {area: area.getBoundingClientRect().top, header: header.getBoundingClientRect().top,
+          below_tabs: header.getBoundingClientRect().bottom - tabs.getBoundingClientRect().bottom,
           dash: dash.getBoundingClientRect().top, height: dash.getBoundingClientRect().height};
 }"""
 
@@ -53,6 +55,11 @@ def test_the_scrubber_stays_in_view_while_a_tall_tab_is_read(nb, demo_run_path: 
     where = page.evaluate(HEADER_IN_VIEW)
     assert where["dash"] < where["area"] - 100, f"the notebook did not scroll: {where}"
     assert abs(where["header"] - where["area"]) <= 2, f"the scrubber scrolled away: {where}"
+    # what stays is the scrubber and the tabs; the lines on what is not shown scrolled
+    # away with the views instead of covering them
+    assert where["below_tabs"] <= 4, f"the stuck header holds more than the tabs: {where}"
+    expect(page.locator(".nbviz-dash-pending")).to_contain_text("Not shown")
+    expect(page.locator(".nbviz-dash-header .nbviz-dash-pending")).to_have_count(0)
     expect(page.locator(".nbviz-scrub-step")).to_be_in_viewport()
     page.locator(".nbviz-scrub-first").click()  # still usable where it stays
     nb.wait_kernel("dash.layers.step", "0")

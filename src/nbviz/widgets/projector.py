@@ -478,7 +478,10 @@ def _embedding_splits(run: Any) -> list[str]:
 EmbeddingProjector._css = view_css(
     """
 .nbviz-pj-message.nbviz-nonfinite .nbviz-message-text { color: #c4103f; font-style: normal; }
-.nbviz-projector-stage { position: relative; width: 100%; height: 460px; box-sizing: border-box;
+/* never taller than wide: the scatterplot fits its [-1, 1] square to the stage's height,
+   so a narrow, tall stage would cut off the points at the left and right */
+.nbviz-projector-stage { position: relative; width: 100%; aspect-ratio: 1 / 1; max-height: 460px;
+  box-sizing: border-box;
   border: 1px solid var(--jp-border-color2, #e0e0e0); border-radius: 4px; overflow: hidden;
   background: var(--jp-layout-color1, #fff); }
 .nbviz-projector-stage canvas { display: block; position: absolute; left: 0; top: 0; }
