@@ -230,10 +230,15 @@ def test_the_probe_is_closed_after_training_and_close_removes_every_hook(trained
     assert hooks == []
 
 
-def test_the_confusion_matrix_and_projector_read_the_run(trained):
-    run = trained["run"]
+def test_the_confusion_matrix_gallery_and_projector_read_the_run(trained):
+    run, texts = trained["run"], trained["val"][0]
     cm = nbviz.ConfusionMatrix(run, split="val")
     assert cm.step == 24
+    gallery = nbviz.SampleGallery(run, split="val", sort_by="loss")
+    assert gallery.eval_step == 24 and gallery.note == ""
+    card = gallery.items[0]
+    assert card["kind"] == "text" and card["text"] == texts[card["id"]]
+    assert card["label_name"] in ("negative", "positive") and card["loss"] > 0
     nbviz.EmbeddingProjector(run, method="pca")
 
 
