@@ -44,6 +44,7 @@ class Classifier(L.LightningModule):
         x, y = batch
         loss = F.cross_entropy(self(x), y)
         self.log("train_loss", loss)
+        self.log("global_step", float(self.global_step))  # the Trainer's count, as a value
         return loss
 
     def validation_step(self, batch, batch_idx):
@@ -144,6 +145,11 @@ def test_the_probe_captures_optimizer_steps_numbered_as_the_logged_steps(fitted)
     expected = [s for s in range(total) if s % EVERY == 0]
     assert sorted(norms) == list(range(total))
     assert run.steps("gradient").tolist() == expected
+    assert sorted(set(run.stats("gradient")["step"])) == expected
+    # each logged step is the Trainer's global_step of the training_step that logged it
+    logged = run.scalars("global_step")
+    assert logged["step"].tolist() == logged["value"].astype(int).tolist()
+    assert logged["step"].tolist() == run.scalars("train_loss")["step"].tolist()
     weights = run.stats("weight", layer="net.0.weight")
     assert weights["step"].tolist() == expected
     for step, norm in zip(weights["step"], weights["norm"]):

@@ -152,6 +152,10 @@ def test_scalars_are_what_the_trainer_logged_at_its_global_steps(trained):
         logged = [h[name] for h in trainer.state.log_history if name in h]
         np.testing.assert_allclose(frame["value"].to_numpy(), logged, rtol=1e-6)
     assert run.scalars("eval_loss")["step"].tolist() == [8, 16, 24]
+    # the probe's learning rate at a step is the one that step's update used: the Trainer's
+    lr = run.scalars("learning_rate").set_index("step")["value"]
+    probe_lr = run.scalars("optimizer/lr").set_index("step")["value"]
+    np.testing.assert_allclose(probe_lr.loc[lr.index].to_numpy(), lr.to_numpy(), rtol=1e-6)
     # epoch comes with every log (train and eval alike): one value per step
     assert run.scalars("epoch")["step"].tolist() == sorted(set(_logged_steps(trainer, "epoch")))
     # the end-of-training summary is one number per run: config, not a curve
@@ -226,10 +230,15 @@ def test_the_probe_is_closed_after_training_and_close_removes_every_hook(trained
     assert hooks == []
 
 
-def test_the_confusion_matrix_and_projector_read_the_run(trained):
-    run = trained["run"]
+def test_the_confusion_matrix_gallery_and_projector_read_the_run(trained):
+    run, texts = trained["run"], trained["val"][0]
     cm = nbviz.ConfusionMatrix(run, split="val")
     assert cm.step == 24
+    gallery = nbviz.SampleGallery(run, split="val", sort_by="loss")
+    assert gallery.eval_step == 24 and gallery.note == ""
+    card = gallery.items[0]
+    assert card["kind"] == "text" and card["text"] == texts[card["id"]]
+    assert card["label_name"] in ("negative", "positive") and card["loss"] > 0
     nbviz.EmbeddingProjector(run, method="pca")
 
 

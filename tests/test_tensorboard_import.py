@@ -302,6 +302,7 @@ def test_without_tensorboard_the_error_names_the_extra(logdir):
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     ).stdout
+    assert "needs the 'tensorboard' package, which is not installed" in out
     assert "pip install 'nbviz[tensorboard]'" in out
 
 

@@ -176,7 +176,7 @@ def test_watching_with_the_optimizer_records_its_groups_at_capture_steps(tmp_pat
             run.log(step, train_loss=1.0)
     with nbviz.open_run(tmp_path / "run") as run:
         lr = run.scalars("optimizer/lr").set_index("step")["value"]
-        # read when each capture step ends (after its optimizer.step and scheduler step)
+        # the lr each capture step's update used (before the scheduler stepped after it)
         assert list(lr.index) == [0, 5, 10]
         assert lr.loc[0] == pytest.approx(0.5) and lr.loc[5] == pytest.approx(0.05)
         assert run.scalars("optimizer/lr/1")["value"].iloc[0] == pytest.approx(0.1)

@@ -38,9 +38,12 @@ def test_dashboard_of_a_trainer_run_shows_layers_losses_and_the_confusion_matrix
     losses = page.locator('.nbviz-lc-panel[data-stem="loss"]')
     expect(losses.locator("canvas")).to_have_count(1)
     expect(losses.locator(".nbviz-lc-readout")).to_have_text(re.compile(r"^step 24: "))
+    losses.scroll_into_view_if_needed()
+    nb.screenshot("trainer-dashboard-losses")
     page.locator('.nbviz-dash-tab[data-key="layers"]').click()
     layers = page.locator(".nbviz-layer-browser")
     expect(layers.locator(".nbviz-lb-row", has_text="classifier").first).to_be_visible()
+    nb.screenshot("trainer-dashboard-layers")
     page.locator('.nbviz-dash-tab[data-key="predictions"]').click()
     confusion = page.locator(".nbviz-confusion")
     expect(confusion.locator("canvas.nbviz-cm-canvas")).to_have_count(1)
@@ -48,8 +51,6 @@ def test_dashboard_of_a_trainer_run_shows_layers_losses_and_the_confusion_matrix
     expect(confusion.locator(".nbviz-cm-step")).to_contain_text("evaluation of step 24")
     confusion.scroll_into_view_if_needed()
     nb.screenshot("trainer-dashboard-confusion")
-    page.locator(".nbviz-scrubber").scroll_into_view_if_needed()
-    nb.screenshot("trainer-dashboard")
     assert nb.kernel_eval("sorted(dash.views)") == (
         "['confusion', 'health', 'histograms', 'layers', 'loss_curves', 'projector']"
     )

@@ -90,6 +90,7 @@ class StepClock:
         self._backward_done = False
         self._optimizer_stepped = False
         self._optimizer = optimizer
+        self._groups_used: list[dict[str, Any]] | None = None  # kept by a capture's update
         self._active = False
         self._autocast = False
         self._autocast_on = _autocast_query(self.device.type)
@@ -141,6 +142,8 @@ class StepClock:
 
     def _on_optimizer_step(self, *_: Any) -> None:
         self._optimizer_stepped = True
+        if self._capture is not None:  # the groups this update used, before a scheduler moves them
+            self._note_optimizer_groups()
 
     def _on_root_pre(self, root: nn.Module, args: Any, kwargs: Any = None) -> None:
         # the hooks below run on every step, between the model's own ops: kept short

@@ -134,6 +134,14 @@ class Records:
         if grew:
             self._set_meta("heads", {"layers": self._heads.known, "notes": self._heads.notes})
 
+    def _note_optimizer_groups(self) -> None:
+        """Keep the parameter groups as ``optimizer.step()`` used them (its post-hook).
+
+        A scheduler steps after the update and before the step ends: read then,
+        a step's learning rate would be the next step's.
+        """
+        self._groups_used = [_group_description(g) for g in self._optimizer.param_groups]
+
     def _record_optimizer(self, sink: Any) -> None:
         """The optimizer's parameter groups at this capture step (with ``optimizer=``).
 
@@ -142,11 +150,15 @@ class Records:
         for a named probe), so that a schedule shows in the loss curves and the
         diagnosis reads it; the rest of each group (momentum, betas, weight decay,
         eps) goes to the meta ``optimizer`` whenever it changes. Capture steps only.
+        The groups are those the step's update used (kept by its ``optimizer.step()``),
+        else, when no update ran, those at the step's end.
         """
         optimizer = self._optimizer
         if optimizer is None:
             return
-        groups = [_group_description(g) for g in optimizer.param_groups]
+        groups, self._groups_used = self._groups_used, None
+        if groups is None:
+            groups = [_group_description(g) for g in optimizer.param_groups]
         described = {"type": type(optimizer).__name__, "groups": groups}
         if described != getattr(self, "_optimizer_described", None):
             self._optimizer_described = described
