@@ -291,7 +291,11 @@ def test_profiler_widget_shows_what_was_stored(tmp_path: Path) -> None:
     assert state["profile"]["step"] == 5 and state["profile_steps"] == [5]
     assert state["profile"] == run.load_profile(5)
     assert "profiler overhead" in state["overhead"]
-    assert w.modules().iloc[0]["name"] == "slow"
+    # the table is the stored profile's, in its order (which module is slowest in a
+    # small model depends on the machine's load at the moment: the module tests rank it)
+    shown = w.modules()["name"].tolist()
+    assert shown == Profile.from_run(run, step=5).modules()["name"].tolist()
+    assert "slow" in shown
     w.set_state({"zoom": "head"})
     assert w.zoom == "head"
     with pytest.raises(Exception, match="no module 'nope'"):
