@@ -162,7 +162,7 @@ def _sample_index(n: int, device: torch.device) -> torch.Tensor:
     return index
 
 
-@dataclass
+@dataclass(slots=True)
 class HistInput:
     """What a tensor's histogram needs: its state, the flat tensor, whether it is finite."""
 

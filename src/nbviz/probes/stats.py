@@ -36,7 +36,7 @@ from nbviz.probes.tensor_stats import (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """One captured tensor: where its numbers go once they reach the host."""
 
@@ -228,7 +228,7 @@ class StepCapture:
         return torch.bincount(bin_index.add_(first), weights, minlength=total)
 
     def _add(self, entry: Entry, scalars: list, vectors: list) -> None:
-        entry.vector_sizes = tuple(v.numel() for v in vectors)
+        entry.vector_sizes = tuple([v.numel() for v in vectors])
         self.entries.append(entry)
         self.scalars.extend(scalars)
         self.vectors.extend(vectors)
@@ -332,12 +332,15 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
         parts[i] = (stats, vecs)
     if redo:
         _redo_clean(redo, parts)
+    # A slot's first entry lends it its arrays: views of this capture's own (``table``
+    # and ``flat``), which nothing reads once its entry is passed, so no copies; a later
+    # entry of the slot adds into them.
     results: dict[Hashable, SlotResult] = {}
     for i, e in enumerate(entries):
         stats, vecs = parts[i]
         res = results.get(e.slot)
         if res is None:
-            res = results[e.slot] = SlotResult(stats=stats.copy())
+            res = results[e.slot] = SlotResult(stats=stats)
         else:
             s = res.stats
             s[[0, 1, 2, 5, 6]] += stats[[0, 1, 2, 5, 6]]
@@ -349,8 +352,7 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
             peak = vecs[2] if e.peaks else None
             j = 3 if e.peaks else 2
             if res.unit_nonzero is None and not res.unit_mismatch:
-                res.unit_nonzero, res.unit_sum = nz.copy(), us.copy()
-                res.unit_peak = peak.copy() if peak is not None else None
+                res.unit_nonzero, res.unit_sum, res.unit_peak = nz, us, peak
                 res.unit_count = e.count / e.units
             elif res.unit_nonzero is not None and res.unit_nonzero.shape == nz.shape:
                 res.unit_nonzero += nz
@@ -374,7 +376,7 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
                 e.hist.set_range(lo, hi)
             if res.hist is None:
                 assert e.hist.lo is not None and e.hist.hi is not None
-                res.hist, res.hist_range = counts.copy(), (e.hist.lo, e.hist.hi)
+                res.hist, res.hist_range = counts, (e.hist.lo, e.hist.hi)
                 res.hist_state = e.hist
             else:
                 res.hist += counts

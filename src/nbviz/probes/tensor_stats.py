@@ -64,10 +64,16 @@ def real_view(x: torch.Tensor) -> torch.Tensor:
 
 
 def _float(x: torch.Tensor) -> torch.Tensor:
-    x = x.detach()  # a complex tensor comes as its real_view (StepCapture's entry points)
-    if x.dtype not in (torch.float32, torch.float64):
+    # a complex tensor comes as its real_view (StepCapture's entry points); a detach
+    # is an op of its own, skipped where there is no graph to leave
+    if x.requires_grad:
+        x = x.detach()
+    if x.dtype not in _WIDE:
         x = x.float()
     return x
+
+
+_WIDE = (torch.float32, torch.float64)
 
 
 #: Tensors at least this large take their element-wise temporaries from :class:`Scratch`.
@@ -84,14 +90,23 @@ class Scratch:
 
     def __init__(self) -> None:
         self._buffers: dict[tuple[torch.dtype, str], torch.Tensor] = {}
+        # the views ``like`` hands out, by dtype and size (a slice is an op of its own,
+        # and a capture asks for the same few sizes again and again)
+        self._views: dict[tuple[torch.dtype, int], torch.Tensor] = {}
 
     def like(self, flat: torch.Tensor) -> torch.Tensor:
-        """An uninitialised 1-d tensor with ``flat``'s size and dtype, valid until the next call."""
-        n = flat.numel()
-        buf = self._buffers.get((flat.dtype, ""))
-        if buf is None or buf.numel() < n:
-            buf = self._buffers[(flat.dtype, "")] = torch.empty(n, dtype=flat.dtype)
-        return buf[:n]
+        """An uninitialised 1-d tensor with ``flat``'s size and dtype, valid until the next call
+        (the same view for the same size: pass it only as a 1-d ``out`` of that size)."""
+        key = (flat.dtype, flat.numel())
+        view = self._views.get(key)
+        if view is None:
+            n = key[1]
+            buf = self._buffers.get((flat.dtype, ""))
+            if buf is None or buf.numel() < n:
+                buf = self._buffers[(flat.dtype, "")] = torch.empty(n, dtype=flat.dtype)
+                self._views.clear()  # views of the buffer replaced
+            view = self._views[key] = buf[:n]
+        return view
 
     def take(self, n: int, dtype: torch.dtype, use: str) -> torch.Tensor:
         """An uninitialised 1-d tensor of ``n`` elements for ``use`` (a buffer apart from
@@ -321,7 +336,7 @@ def batch_parts(xs: list[torch.Tensor]) -> tuple[list[list[float]], list[torch.T
         if len(_LENGTHS) >= 64:
             _LENGTHS.clear()
         lengths = _LENGTHS[sizes] = torch.tensor(sizes)
-    flat = torch.cat([x.detach().reshape(-1) for x in xs])
+    flat = torch.cat([_flat(x) for x in xs])
     # summed in float64 (the segmented sums add one element after another)
     wide = flat.double()
     sums = torch.segment_reduce(wide, "sum", lengths=lengths)
@@ -332,6 +347,13 @@ def batch_parts(xs: list[torch.Tensor]) -> tuple[list[list[float]], list[torch.T
     mx = torch.segment_reduce(wide, "max", lengths=lengths)
     nonzero = torch.segment_reduce(torch.ne(wide, 0).double(), "sum", lengths=lengths)
     return torch.stack([sums, sumsq, mn, mx, nonzero], dim=1).tolist(), list(flat.split(sizes))
+
+
+def _flat(x: torch.Tensor) -> torch.Tensor:
+    """``x`` detached and 1-d, with no op where it is so already (most small tensors are)."""
+    if x.requires_grad:
+        x = x.detach()
+    return x if x.dim() == 1 else x.reshape(-1)
 
 
 _CONSTANTS: dict[tuple[torch.dtype, bool], torch.Tensor] = {}
