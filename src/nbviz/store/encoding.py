@@ -45,10 +45,8 @@ def _pack_group(counts: np.ndarray, bits: int) -> np.ndarray:
 
 def _bits(counts: np.ndarray) -> np.ndarray:
     """Bits each row of int64 ``counts`` needs: 64 where a count is negative."""
-    top = counts.max(axis=1)
-    bits = np.ones(len(counts), dtype=np.int64)
-    for k in range(1, 64):
-        bits += top >= (1 << k)
+    # the largest count's bit length, at least 1 (a row of zeros takes one bit each)
+    bits = np.array([max(1, t.bit_length()) for t in counts.max(axis=1).tolist()], np.int64)
     return np.where(counts.min(axis=1) < 0, 64, bits)
 
 
