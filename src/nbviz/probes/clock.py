@@ -148,7 +148,8 @@ class StepClock:
     def _on_root_pre(self, root: nn.Module, args: Any, kwargs: Any = None) -> None:
         # the hooks below run on every step, between the model's own ops: kept short
         if self._heads is not None and self._heads.on:
-            self._heads.end()  # left on by a forward cut short (KeyboardInterrupt)
+            # left on by a forward cut short (KeyboardInterrupt): its naming hooks too
+            self._heads.end(release=True)
         if not (
             torch.is_grad_enabled() and root.training and not torch.is_inference_mode_enabled()
         ):

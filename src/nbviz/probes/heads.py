@@ -234,8 +234,14 @@ class HeadStats:
     its graph).
     """
 
-    def __init__(self, model: nn.Module, prefix: str, watched: Sequence[str]) -> None:
+    def __init__(
+        self, model: nn.Module, prefix: str, watched: Sequence[str], keep_names: bool = False
+    ) -> None:
         self._prefix = prefix
+        #: Leave the naming hooks on between captured forwards (``every=1``: every training
+        #: forward is captured, and attaching them costs more than they do when idle).
+        self.keep_names = keep_names
+        self._stack_for: tuple[int, ...] | None = None  # the module set the stack names
         self._names = {id(m): prefix + n for n, m in model.named_modules() if n}
         self._watched = set(watched)
         self._wanted: dict[str, bool] = {}
@@ -311,21 +317,35 @@ class HeadStats:
             self.end()
         self._mask = mask
         if not self._worth(root):
+            self._release()
             return
-        stack = ModuleStack()
-        stack.attach(root, self._names)
+        stack = self._stack
+        if stack is None or self._stack_for != self._modules:
+            self._release()
+            stack = ModuleStack()
+            stack.attach(root, self._names)
+            self._stack_for = self._modules
         mode = _HeadsMode(self, stack, root)
         mode.__enter__()
         self._stack, self._mode = stack, mode
 
-    def end(self) -> None:
-        """Stop seeing calls and take the naming hooks off. Idempotent."""
-        mode, stack = self._mode, self._stack
-        self._mode = self._stack = None
+    def end(self, release: bool = False) -> None:
+        """Stop seeing calls and take the naming hooks off (with ``keep_names``, only with
+        ``release``: the probe's hooks come off). Idempotent."""
+        mode = self._mode
+        self._mode = None
         if mode is not None:
             _leave(mode)
             if not mode.saw_attention:
                 self._off = True  # off until the module set changes, or RECHECK
+        if release or not self.keep_names or self._off:
+            self._release()
+        elif self._stack is not None:
+            del self._stack.names[1:]  # a forward cut short leaves no names behind
+
+    def _release(self) -> None:
+        """Take the naming hooks off."""
+        stack, self._stack, self._stack_for = self._stack, None, None
         if stack is not None:
             stack.remove()
 
@@ -477,8 +497,9 @@ def padding_mask(value: Any) -> torch.Tensor | None:
 
 
 def head_stats(
-    model: nn.Module, prefix: str, watched: Sequence[str], enabled: bool
+    model: nn.Module, prefix: str, watched: Sequence[str], enabled: bool, every: int = 0
 ) -> HeadStats | None:
     """The probe's per-head statistics (None unless ``enabled``: the probe records
-    activations, in one process, on a model that is not compiled)."""
-    return HeadStats(model, prefix, watched) if enabled else None
+    activations, in one process, on a model that is not compiled). With ``every=1``
+    the naming hooks stay on between the captured forwards (see ``keep_names``)."""
+    return HeadStats(model, prefix, watched, keep_names=every == 1) if enabled else None

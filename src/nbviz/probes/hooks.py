@@ -124,7 +124,7 @@ class ModuleHooks:
             handle.remove()
         self._handles.clear()
         if self._heads is not None:
-            self._heads.end()
+            self._heads.end(release=True)
 
     def _end_heads(self, module: nn.Module, args: Any, output: Any) -> None:
         self._heads.end()

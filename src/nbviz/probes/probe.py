@@ -296,6 +296,7 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
             prefix,
             [n for n, _ in self.modules],
             enabled=heads and self._watch_acts and not self.compiled and dist is None,
+            every=every,
         )
         compiled = compiled_children(model) if self._heads is not None else []
         if compiled:
