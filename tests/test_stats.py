@@ -252,3 +252,41 @@ def test_unit_peaks_and_extremes_from_each_units_largest_and_smallest_value(kind
     assert got["nonfinite"] == int((~finite).sum())
     np.testing.assert_array_equal(res.unit_peak, clean.abs().amax(dim=(0, 1)).numpy())
     np.testing.assert_array_equal(res.unit_nonzero, (clean != 0).sum(dim=(0, 1)).numpy())
+
+
+def binned_per_element(capture: st.StepCapture) -> torch.Tensor:
+    """The step's batched counts as one pass with per-element constants computes them."""
+    samples = torch.cat(capture._samples)
+    sizes = [t.numel() for t in capture._samples]
+    start, scale, first = hg.bin_constants(capture._sample_hists, sizes, samples)
+    idx = samples.sub_(start).mul_(scale).clamp_(0, BINS + 1)
+    weights = (idx == idx).to(samples.dtype)
+    idx = torch.nan_to_num_(idx, nan=0.0)
+    total = len(sizes) * (BINS + 2)
+    return torch.bincount(idx.long().add_(first), weights, minlength=total)
+
+
+@pytest.mark.parametrize("scratch", [True, False])
+def test_full_samples_binned_as_rows_count_what_per_element_constants_count(scratch):
+    """Full samples (as rows) and smaller ones, interleaved, with NaN and infinities, in
+    float32 and float64: the counts are those of one per-element pass, to the bin."""
+    torch.manual_seed(4)
+    tensors = [
+        torch.randn(20_000) * 2,  # sampled: a full row
+        torch.randn(300),
+        torch.randn(hg.HIST_SAMPLE).double(),  # a full row in float64
+        torch.randn(50_000),
+        torch.randn(7),
+    ]
+    tensors[1][::17] = float("nan")
+    tensors[3][5] = float("inf")
+    tensors[4][2] = float("-inf")
+    capture = st.StepCapture(BINS, ts.Scratch() if scratch else None, hg.BinCache())
+    for i, x in enumerate(tensors):
+        capture.add_clean(("l", str(i)), x, None, known_range(-1.0 - i, 1.5 + i))
+    assert sum(t.numel() == hg.HIST_SAMPLE for t in capture._samples) == 3
+    expected = binned_per_element(capture)
+    got = capture._binned()
+    assert torch.equal(got.to(expected.dtype), expected)
+    kept = sum(int((t == t).sum()) for t in capture._samples)  # NaN weighs nothing
+    assert got.sum() == kept

@@ -183,6 +183,8 @@ class BinCache:
     def __init__(self) -> None:
         self._key: tuple | None = None
         self._consts: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+        self._layout_key: tuple | None = None
+        self._layout: BinLayout | None = None
 
     def constants(
         self, hists: list[HistState], sizes: list[int], like: torch.Tensor
@@ -192,6 +194,14 @@ class BinCache:
             self._consts = bin_constants(hists, sizes, like)
             self._key = key
         return self._consts
+
+    def layout(self, hists: list[HistState], sizes: list[int], like: torch.Tensor) -> BinLayout:
+        """:func:`bin_layout`, reused while the step's histograms and sizes repeat."""
+        key = (tuple(map(id, hists)), tuple(sizes), like.dtype, like.device)
+        if key != self._layout_key or self._layout is None:
+            self._layout = bin_layout(hists, sizes, like)
+            self._layout_key = key
+        return self._layout
 
 
 def bin_constants(
@@ -213,3 +223,57 @@ def bin_constants(
     index_dtype = torch.int32 if first < 2**31 else torch.int64
     offset = torch.repeat_interleave(torch.tensor(firsts, dtype=index_dtype), counts)
     return per[:, 0].contiguous(), per[:, 1].contiguous(), offset.to(like.device)
+
+
+@dataclass
+class BinLayout:
+    """How a step's samples are laid out for binning (:func:`bin_layout`).
+
+    The samples of ``HIST_SAMPLE`` elements (every tensor larger than that) come
+    first, one row each of a ``(rows, HIST_SAMPLE)`` block whose constants are one
+    value per row, broadcast (no per-element arrays to read); the other samples
+    follow with per-element constants, as :func:`bin_constants` gives them. Each
+    sample keeps its own histogram's block of bins, so the order changes nothing
+    in the counts.
+    """
+
+    order: list[int]  # the samples' indices, in the order they are laid out
+    rows: int  # how many full samples lead, one row each
+    row_consts: tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # (rows, 1) start, scale, first
+    rest_consts: tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # per element of the rest
+
+
+def bin_layout(hists: list[HistState], sizes: list[int], like: torch.Tensor) -> BinLayout:
+    """The layout and constants of a step's samples: full samples as rows, then the rest.
+
+    ``start`` is one bin below the range, ``scale`` ``1 / width`` (in ``like``'s
+    dtype), ``first`` the first bin of the histogram's block (block ``i`` for the
+    ``i``-th histogram, whatever its place in the layout).
+    """
+    full = [i for i, n in enumerate(sizes) if n == HIST_SAMPLE]
+    rest = [i for i, n in enumerate(sizes) if n != HIST_SAMPLE]
+    firsts, first = [], 0
+    for h in hists:
+        firsts.append(first)
+        first += h.bins + 2
+    index_dtype = torch.int32 if first < 2**31 else torch.int64
+
+    def consts(which: list[int], counts: list[int]) -> tuple[torch.Tensor, ...]:
+        rows = []
+        for i in which:
+            h = hists[i]
+            assert h.lo is not None and h.hi is not None
+            width = (h.hi - h.lo) / h.bins
+            rows.append((h.lo - width, 1.0 / width))
+        n = torch.tensor(counts, dtype=torch.int64)
+        table = torch.tensor(rows, dtype=torch.float64).reshape(-1, 2)
+        per = torch.repeat_interleave(table, n, dim=0).to(dtype=like.dtype, device=like.device)
+        offset = torch.repeat_interleave(
+            torch.tensor([firsts[i] for i in which], dtype=index_dtype), n
+        )
+        return per[:, 0].contiguous(), per[:, 1].contiguous(), offset.to(like.device)
+
+    start, scale, offset = consts(full, [1] * len(full))
+    row_consts = (start[:, None], scale[:, None], offset[:, None])
+    rest_consts = consts(rest, [sizes[i] for i in rest])
+    return BinLayout(full + rest, len(full), row_consts, rest_consts)  # type: ignore[arg-type]

@@ -21,7 +21,14 @@ import numpy as np
 import torch
 
 from nbviz.probes import tensor_stats as ts
-from nbviz.probes.histogram import BinCache, HistInput, HistState, bin_constants, hist_sample
+from nbviz.probes.histogram import (
+    HIST_SAMPLE,
+    BinCache,
+    HistInput,
+    HistState,
+    bin_layout,
+    hist_sample,
+)
 from nbviz.probes.tensor_stats import (
     MAX,
     MIN,
@@ -198,21 +205,34 @@ class StepCapture:
         self._weighted |= not hist_in.finite
 
     def _binned(self) -> torch.Tensor:
-        """``[underflow, bins..., overflow]`` of every queued sample, block after block."""
+        """``[underflow, bins..., overflow]`` of every queued sample, block after block.
+
+        Laid out by :func:`~nbviz.probes.histogram.bin_layout`: the full samples as the
+        rows of one block whose constants are broadcast per row, then the others.
+        """
         sizes = [t.numel() for t in self._samples]
+        if self.bin_cache is not None:
+            layout = self.bin_cache.layout(self._sample_hists, sizes, self._samples[0])
+        else:
+            layout = bin_layout(self._sample_hists, sizes, self._samples[0])
+        ordered = [self._samples[i] for i in layout.order]
         scratch = self.scratch
-        if scratch is not None and len({t.dtype for t in self._samples}) == 1:
+        if scratch is not None and len({t.dtype for t in ordered}) == 1:
             # the step's samples and their bin numbers in buffers kept across captures:
             # fresh ones of this size cost page faults at every capture on CPU
-            dtype = self._samples[0].dtype
-            samples = torch.cat(self._samples, out=scratch.take(sum(sizes), dtype, "samples"))
+            dtype = ordered[0].dtype
+            samples = torch.cat(ordered, out=scratch.take(sum(sizes), dtype, "samples"))
         else:
-            samples = torch.cat(self._samples)
-        if self.bin_cache is not None:
-            start, scale, first = self.bin_cache.constants(self._sample_hists, sizes, samples)
-        else:
-            start, scale, first = bin_constants(self._sample_hists, sizes, samples)
-        idx = samples.sub_(start).mul_(scale).clamp_(0, self.bins + 1)
+            samples = torch.cat(ordered)
+        rows = layout.rows * HIST_SAMPLE
+        top = self.bins + 1
+        if layout.rows:
+            start, scale, _ = layout.row_consts
+            samples[:rows].view(layout.rows, HIST_SAMPLE).sub_(start).mul_(scale).clamp_(0, top)
+        if rows < samples.numel():
+            start, scale, _ = layout.rest_consts
+            samples[rows:].sub_(start).mul_(scale).clamp_(0, top)
+        idx = samples
         total = len(self._samples) * (self.bins + 2)
         weights = None
         if self._weighted:
@@ -225,7 +245,11 @@ class StepCapture:
             bin_index = scratch.take(idx.numel(), torch.int32, "bins").copy_(idx)
         else:
             bin_index = idx.long()
-        return torch.bincount(bin_index.add_(first), weights, minlength=total)
+        if layout.rows:
+            bin_index[:rows].view(layout.rows, HIST_SAMPLE).add_(layout.row_consts[2])
+        if rows < bin_index.numel():
+            bin_index[rows:].add_(layout.rest_consts[2])
+        return torch.bincount(bin_index, weights, minlength=total)
 
     def _add(self, entry: Entry, scalars: list, vectors: list) -> None:
         entry.vector_sizes = tuple([v.numel() for v in vectors])
