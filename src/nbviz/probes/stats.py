@@ -329,19 +329,27 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
     binned = flat[n_scalars + n_vectors :]
     parts: dict[int, tuple[np.ndarray, list[np.ndarray]]] = {}
     redo: list[tuple[int, Entry]] = []
-    # every entry's 0-d results placed in one assignment (a capture step has hundreds)
+    # every entry's 0-d results, counts and values read on the host already placed in
+    # a few assignments (a capture step has hundreds of entries)
     table = np.zeros((len(entries), N_STATS))
     rows: list[int] = []
     cols: list[int] = []
+    known_rows: list[int] = []
+    known: list[list[float]] = []
     for i, e in enumerate(entries):
-        rows.extend([i] * len(e.scalars))
-        cols.extend(e.scalars)
+        if e.scalars:
+            rows.extend([i] * len(e.scalars))
+            cols.extend(e.scalars)
+        if e.known is not None:
+            known_rows.append(i)
+            known.append(e.known)
     table[rows, cols] = scalars
+    if known_rows:
+        table[known_rows, SUM : NONZERO + 1] = known
+    table[:, 0] = [e.count for e in entries]
     v_off = 0
     for i, e in enumerate(entries):
         stats = table[i]
-        if e.known is not None:
-            stats[SUM : NONZERO + 1] = e.known
         vecs = []
         for size in e.vector_sizes:
             vecs.append(vectors[v_off : v_off + size])
@@ -350,7 +358,6 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
             stats[NONZERO] = vecs[0].sum()
             if SUM not in e.scalars:  # measured apart where a unit's sum is non-finite
                 stats[SUM] = vecs[1].sum()
-        stats[0] = e.count
         if e.source is not None and not (math.isfinite(stats[MIN]) and math.isfinite(stats[MAX])):
             redo.append((i, e))
         parts[i] = (stats, vecs)
