@@ -51,7 +51,7 @@ class Records:
     def _emit(self, results: dict, norms: np.ndarray | None, sink: Any = None) -> None:
         """Rows for the store. ``norms``: per parameter, distance from init then update norm."""
         step = self._tag
-        stats_rows, hist_rows, unit_rows = [], [], []
+        stats_rows: list[tuple] = []
         n_par = len(self.params)
         init_values = norms[:n_par] if norms is not None else None
         param_index = {n: j for j, (n, _) in enumerate(self.params)}
@@ -66,6 +66,8 @@ class Records:
             if signal == "weight" and res.stats[6]
         }
         summaries = st.summarize_all(np.array([res.stats for res in results.values()]))
+        hists: list[tuple[str, str, st.SlotResult, float]] = []
+        units: list[tuple[str, st.SlotResult]] = []
         for ((layer, signal), res), s in zip(results.items(), summaries, strict=True):
             # s: count, mean, std, min, max, zero_frac, nonfinite, norm
             rel = None
@@ -74,35 +76,11 @@ class Records:
                 rel = float(init_values[j]) / self._init_norm[j] if self._init_norm[j] else None
             stats_rows.append((step, layer, signal, *s, rel))
             if res.hist is not None:
-                counts = res.hist.astype("<i8")
-                lo, hi = res.hist_range
-                hist_rows.append(
-                    (
-                        step,
-                        layer,
-                        signal,
-                        lo,
-                        hi,
-                        counts[1:-1].tobytes(),
-                        int(counts[0]),
-                        int(counts[-1]),
-                        s[6],
-                    )
-                )
+                hists.append((layer, signal, res, s[6]))
             if res.unit_nonzero is not None and res.unit_count > 0:
-                zero_frac = 1.0 - res.unit_nonzero / res.unit_count
-                mean = res.unit_sum / res.unit_count
-                # a unit that saw NaN/inf is non-finite, not dead (its sum is non-finite)
-                bad = ~np.isfinite(mean)
-                if bad.any():
-                    zero_frac[bad] = np.nan
-                    mean[bad] = np.nan
-                unit_rows.append((step, layer, "zero_frac", zero_frac.astype("<f4").tobytes()))
-                unit_rows.append((step, layer, "mean", mean.astype("<f4").tobytes()))
-                if res.unit_peak is not None and len(res.unit_peak) == len(mean):
-                    peak = res.unit_peak.copy()
-                    peak[bad] = np.nan
-                    unit_rows.append((step, layer, "max_abs", peak.astype("<f4").tobytes()))
+                units.append((layer, res))
+        hist_rows = _hist_rows(step, hists)
+        unit_rows = _unit_rows(step, units)
         if norms is not None:
             nan = float("nan")
             for j, (name, p) in enumerate(self.params):
@@ -355,3 +333,56 @@ def _number(value: Any) -> float | None:
 
 def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
+
+
+def _hist_rows(step: int, hists: list[tuple[str, str, Any, float]]) -> list[tuple]:
+    """``histograms`` rows of ``(layer, signal, result, nonfinite)``: the counts of all of
+    them converted in one pass where they have one length (the probe's bins)."""
+    if not hists:
+        return []
+    counts = [res.hist for _, _, res, _ in hists]
+    if len({len(c) for c in counts}) == 1:
+        table = np.stack(counts).astype("<i8")
+        under, over = table[:, 0].tolist(), table[:, -1].tolist()
+        inner = table[:, 1:-1]
+        return [
+            (step, layer, signal, *res.hist_range, inner[k].tobytes(), under[k], over[k], bad)
+            for k, (layer, signal, res, bad) in enumerate(hists)
+        ]
+    rows = []
+    for layer, signal, res, bad in hists:
+        c = res.hist.astype("<i8")
+        rows.append(
+            (step, layer, signal, *res.hist_range, c[1:-1].tobytes(), int(c[0]), int(c[-1]), bad)
+        )
+    return rows
+
+
+def _unit_rows(step: int, units: list[tuple[str, Any]]) -> list[tuple]:
+    """``unit_stats`` rows (zero fraction, mean, largest magnitude where kept) of each
+    ``(layer, result)``, worked out for all layers at once.
+
+    A unit that saw NaN/inf is non-finite, not dead (its sum is non-finite).
+    """
+    if not units:
+        return []
+    sizes = [len(res.unit_nonzero) for _, res in units]
+    count = np.repeat([res.unit_count for _, res in units], sizes)
+    zero_frac = 1.0 - np.concatenate([res.unit_nonzero for _, res in units]) / count
+    mean = np.concatenate([res.unit_sum for _, res in units]) / count
+    bad = ~np.isfinite(mean)
+    zero_frac[bad] = np.nan
+    mean[bad] = np.nan
+    zero_frac, mean = zero_frac.astype("<f4"), mean.astype("<f4")
+    rows = []
+    off = 0
+    for (layer, res), n in zip(units, sizes, strict=True):
+        end = off + n
+        rows.append((step, layer, "zero_frac", zero_frac[off:end].tobytes()))
+        rows.append((step, layer, "mean", mean[off:end].tobytes()))
+        if res.unit_peak is not None and len(res.unit_peak) == n:
+            peak = res.unit_peak.copy()
+            peak[bad[off:end]] = np.nan
+            rows.append((step, layer, "max_abs", peak.astype("<f4").tobytes()))
+        off = end
+    return rows
