@@ -34,11 +34,13 @@ count; 0.1 ms for 8 x 4 heads x 64 tokens x 32 on one CPU thread), kept on the
 device and copied to the host with the step's other statistics; the mode's
 dispatch of each of the model's own torch calls in the captured forward (a few
 microseconds each: the probe's hooks measure outside it, :meth:`HeadStats.aside`);
-hooks naming the modules, on during that forward only. Measured in CPU time on
-one thread, a capture step of the reference GPT costs about 2% more (1.5 ms), the
-encoder's about 5% (4.5 ms), under 0.2% of training at ``every=50``. A model
-whose captured forward made no attention call (an MLP, a CNN) pays it once: the
-mode stays off until its module set changes, or for :data:`RECHECK` captures.
+hooks naming the modules, on during that forward only (at ``every=1``, where every
+training forward is captured, they stay on until the probe's hooks come off, a forward
+cut short, or the module set changes: attaching them cost more than they do idle).
+Measured in CPU time on one thread, a capture step of the reference GPT costs about 2%
+more (1.5 ms), the encoder's about 5% (4.5 ms), under 0.2% of training at ``every=50``.
+A model whose captured forward made no attention call (an MLP, a CNN) pays it once:
+the mode stays off until its module set changes, or for :data:`RECHECK` captures.
 ``run.watch(model, heads=False)`` leaves it all out.
 Not recorded under ``torch.compile`` (the mode would break the compiled graph),
 while a submodule is compiled on its own, nor across several ranks. A forward
