@@ -5,10 +5,11 @@ short contiguous runs at fixed pseudo-random places, which read memory in lines
 where a plain stride would miss the cache once per element. Their range is fixed at the
 first capture of each (layer, signal); once the host knows it, the samples of the
 whole step are binned together when the step ends: one ``cat``, a shift, a scale
-and a ``clamp`` against per-element constants cached across steps, then one
-``bincount`` over all histograms at once, each offset into its own block of bins
-(per tensor, the same work costs five ops, and ``bincount``'s fixed cost
-dominates at these sizes).
+and a ``clamp`` against constants cached across steps (one per row for the full
+samples, laid out as the rows of one block; one per element for the smaller ones:
+:func:`bin_layout`), then one ``bincount`` over all histograms at once, each offset
+into its own block of bins (per tensor, the same work costs five ops, and
+``bincount``'s fixed cost dominates at these sizes).
 """
 
 from __future__ import annotations
