@@ -290,3 +290,16 @@ def test_full_samples_binned_as_rows_count_what_per_element_constants_count(scra
     assert torch.equal(got.to(expected.dtype), expected)
     kept = sum(int((t == t).sum()) for t in capture._samples)  # NaN weighs nothing
     assert got.sum() == kept
+
+
+def test_scratch_views_are_kept_by_size_and_follow_a_larger_buffer():
+    scratch = ts.Scratch()
+    small, large = torch.zeros(10), torch.zeros(1000)
+    first = scratch.like(small)
+    assert scratch.like(small) is first and first.numel() == 10
+    big = scratch.like(large)  # the buffer grows: views of the old one are not handed out
+    again = scratch.like(small)
+    assert again is not first and again.data_ptr() == big.data_ptr()
+    for n in range(1, 200):  # sizes that vary: the views kept stay few
+        assert scratch.like(torch.zeros(n)).numel() == n
+    assert len(scratch._views) <= 64

@@ -105,6 +105,8 @@ class Scratch:
             if buf is None or buf.numel() < n:
                 buf = self._buffers[(flat.dtype, "")] = torch.empty(n, dtype=flat.dtype)
                 self._views.clear()  # views of the buffer replaced
+            if len(self._views) >= 64:  # sizes that vary (batches of any length): few kept
+                self._views.clear()
             view = self._views[key] = buf[:n]
         return view
 
