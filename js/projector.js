@@ -11,7 +11,16 @@ import { formatNumber } from "./lib/format.js";
 import { ObjectUrls } from "./lib/images.js";
 import { listen, save } from "./lib/model.js";
 import { UNANSWERED } from "./lib/offline.js";
-import { boxToData, colourAvailable, colourCodes, decodePoints, linearScale, pointSize, pointsInBox } from "./lib/points.js";
+import {
+  boxToData,
+  classOptions,
+  colourAvailable,
+  colourCodes,
+  decodePoints,
+  linearScale,
+  pointSize,
+  pointsInBox,
+} from "./lib/points.js";
 import { boxSelect } from "./lib/projector/box_select.js";
 import { serialDraws } from "./lib/projector/draws.js";
 import { followStage, plotOnStage } from "./lib/projector/stage.js";
@@ -264,11 +273,12 @@ function render({ model, el: root }) {
     const names = model.get("class_names") || [];
     const k = points ? points.n_classes : names.length;
     classLabel.style.display = k > 0 ? "" : "none";
-    const current = String(model.get("filter_class"));
-    const options = [["-1", "all classes"]];
-    for (let i = 0; i < k; i++) options.push([String(i), names[i] ?? `class ${i}`]);
-    if (classSelect.options.length !== options.length) fillSelect(classSelect, /** @type {Array<[string, string]>} */ (options));
-    classSelect.value = current;
+    const current = model.get("filter_class");
+    /** @type {Array<[string, string]>} */
+    const options = [["-1", "all classes"], ...classOptions(points, names, current)];
+    const listed = Array.from(classSelect.options, (o) => o.value).join(",");
+    if (listed !== options.map(([v]) => v).join(",")) fillSelect(classSelect, options);
+    classSelect.value = String(current);
   };
 
   const showTip = (/** @type {number} */ i) => {

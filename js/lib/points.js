@@ -65,12 +65,14 @@ export function colourCodes(mode, p) {
     const src = mode === "label" ? p.label : p.pred;
     const k = Math.max(1, p.n_classes);
     const palette = paletteFor(k);
-    const colors = Array.from({ length: k }, (_, i) => palette[i % palette.length]);
+    // class c is drawn in palette[c % palette.length]: one colour per palette entry in
+    // use, however many classes (a class index of 2**31 - 1 needs no 2**31 colours)
+    const used = Math.min(k, palette.length);
     for (let i = 0; i < n; i++) {
       const v = src[i];
-      codes[i] = v === p.missing || v >= k ? k : v;
+      codes[i] = v === p.missing || v >= k ? used : v % palette.length;
     }
-    return { codes, colors: [...colors, grey] };
+    return { codes, colors: [...palette.slice(0, used), grey] };
   }
   if (mode === "correct") {
     for (let i = 0; i < n; i++) {
@@ -90,6 +92,35 @@ export function colourCodes(mode, p) {
     return { codes, colors: [...colors, grey] };
   }
   return { codes, colors: ["#1565c0", grey] };
+}
+
+/** Most classes the class menu offers; past it, the classes with the most points. */
+export const MENU_CLASSES = 1000;
+
+/**
+ * The class menu's entries `[value, text]` after "all classes": every class
+ * `0..n_classes - 1` for a label set up to {@link MENU_CLASSES}; for a larger one
+ * the classes among the points' labels, most points first (at most that many),
+ * and the class shown now (`current`) wherever it is.
+ * @param {PointArrays | null} p
+ * @param {string[]} names
+ * @param {number} current  the filter's class, -1 for all
+ * @returns {Array<[string, string]>}
+ */
+export function classOptions(p, names, current) {
+  const k = p ? p.n_classes : names.length;
+  const text = (/** @type {number} */ c) => names[c] ?? `class ${c}`;
+  if (k <= MENU_CLASSES) return Array.from({ length: k }, (_, c) => [String(c), text(c)]);
+  const counts = new Map();
+  const label = /** @type {PointArrays} */ (p).label;
+  for (let i = 0; i < label.length; i++) {
+    const c = label[i];
+    if (c !== /** @type {PointArrays} */ (p).missing) counts.set(c, (counts.get(c) ?? 0) + 1);
+  }
+  const classes = [...counts.keys()].sort((a, b) => counts.get(b) - counts.get(a) || a - b);
+  const shown = classes.slice(0, MENU_CLASSES);
+  if (current >= 0 && !shown.includes(current)) shown.push(current);
+  return shown.map((c) => [String(c), text(c)]);
 }
 
 /**

@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
   BINS,
+  MENU_CLASSES,
+  classOptions,
   boxToData,
   colourCodes,
   linearScale,
@@ -83,5 +85,41 @@ describe("box selection", () => {
     const poly = boxToData({ x0: 50, y0: 75, x1: 150, y1: 25 }, linearScale([-1, 1], [0, 200]),
       linearScale([-1, 1], [100, 0]));
     assert.deepEqual(pointsInBox(xy, poly), [0, 1, 3]);
+  });
+});
+
+describe("classes past the palette", () => {
+  const big = {
+    ...arrays,
+    label: Uint32Array.from([0, 100000, 2 ** 31 - 1, 2 ** 32 - 1]),
+    pred: Uint32Array.from([0, 0, 2 ** 31 - 1, 1]),
+    n_classes: 2 ** 31,
+    missing: 2 ** 32 - 1,
+  };
+
+  it("colour a class index of 2**31 - 1 from the palette, with no colour per class", () => {
+    const { codes, colors } = colourCodes("label", big);
+    const palette = colors.length - 1;
+    assert.equal(palette, 20);
+    assert.deepEqual([...codes], [0, 100000 % 20, (2 ** 31 - 1) % 20, palette]);
+  });
+
+  it("offer every class of a small label set in the class menu", () => {
+    assert.deepEqual(classOptions(arrays, ["a", "b"], -1), [
+      ["0", "a"],
+      ["1", "b"],
+      ["2", "class 2"],
+    ]);
+  });
+
+  it("offer the classes the points have, most points first, for a huge label set", () => {
+    const many = { ...big, label: Uint32Array.from([7, 2 ** 31 - 1, 2 ** 31 - 1, 2 ** 32 - 1]) };
+    assert.deepEqual(classOptions(many, [], -1), [
+      [String(2 ** 31 - 1), `class ${2 ** 31 - 1}`],
+      ["7", "class 7"],
+    ]);
+    assert.deepEqual(classOptions(many, [], 5).at(-1), ["5", "class 5"]);
+    const spread = { ...big, label: Uint32Array.from({ length: MENU_CLASSES + 50 }, (_, i) => 5000 + i) };
+    assert.equal(classOptions(spread, [], -1).length, MENU_CLASSES);
   });
 });
