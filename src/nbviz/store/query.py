@@ -437,6 +437,7 @@ class ReaderBase(Closing):
     def splits(self, table: str = "predictions") -> list[str]:
         """Splits with rows in ``table`` (predictions, probabilities, outputs, samples,
         embeddings)."""
-        if table not in ("predictions", "probabilities", "outputs", "samples", "embeddings"):
+        tables = ("predictions", "probabilities", "outputs", "samples", "embeddings")
+        if not isinstance(table, str) or table not in tables:
             raise ValueError(f"splits: {table!r} is not a table with splits")
         return [r[0] for r in self._q(skip_scan_sql(table, "split"))]
