@@ -205,7 +205,7 @@ function render({ model, el: root }) {
     const fresh = stale || !points;
     if (fresh) points = decodePoints(model.get("points"));
     stale = false;
-    const { codes, colors } = colourCodes(model.get("color_by"), points);
+    const { codes, colors, repeating } = colourCodes(model.get("color_by"), points);
     const highlight = indicesOf("highlight");
     const w = new Float32Array(points.n);
     if (highlight.length) for (const i of highlight) w[i] = 1;
@@ -243,7 +243,8 @@ function render({ model, el: root }) {
     );
     drawn = true;
     const unknown = codes.includes(colors.length - 1);
-    legend.replaceChildren(...legendItems(model.get("color_by"), colors, model.get("class_names") || [], points.loss_max, unknown, points.target_range));
+    const names = model.get("class_names") || [];
+    legend.replaceChildren(...legendItems(model.get("color_by"), colors, names, points.loss_max, unknown, points.target_range, repeating));
     updateText();
   });
 

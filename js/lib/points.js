@@ -55,7 +55,7 @@ export function decodePoints(raw) {
  * The last colour is always the grey of "unknown".
  * @param {"label" | "prediction" | "correct" | "confidence" | "loss" | "target" | "none"} mode
  * @param {PointArrays} p
- * @returns {{codes: Float32Array, colors: string[]}}
+ * @returns {{codes: Float32Array, colors: string[], repeating?: number}}
  */
 export function colourCodes(mode, p) {
   const n = p.n;
@@ -65,14 +65,22 @@ export function colourCodes(mode, p) {
     const src = mode === "label" ? p.label : p.pred;
     const k = Math.max(1, p.n_classes);
     const palette = paletteFor(k);
-    // class c is drawn in palette[c % palette.length]: one colour per palette entry in
-    // use, however many classes (a class index of 2**31 - 1 needs no 2**31 colours)
-    const used = Math.min(k, palette.length);
+    if (k > MENU_CLASSES) {
+      // class c is drawn in palette[c % palette.length] with one colour per palette
+      // entry: a class index of 2**31 - 1 needs no 2**31 colours (`repeating`: the
+      // number of classes that share them, for the legend)
+      for (let i = 0; i < n; i++) {
+        const v = src[i];
+        codes[i] = v === p.missing || v >= k ? palette.length : v % palette.length;
+      }
+      return { codes, colors: [...palette, grey], repeating: k };
+    }
+    const colors = Array.from({ length: k }, (_, i) => palette[i % palette.length]);
     for (let i = 0; i < n; i++) {
       const v = src[i];
-      codes[i] = v === p.missing || v >= k ? used : v % palette.length;
+      codes[i] = v === p.missing || v >= k ? k : v;
     }
-    return { codes, colors: [...palette.slice(0, used), grey] };
+    return { codes, colors: [...colors, grey] };
   }
   if (mode === "correct") {
     for (let i = 0; i < n; i++) {

@@ -10,6 +10,8 @@ import {
   pointSize,
   pointsInBox,
 } from "../lib/points.js";
+import { legendItems } from "../lib/projector/legend.js";
+import { withDocument } from "./fake_dom.mjs";
 
 const arrays = {
   n: 4,
@@ -89,6 +91,7 @@ describe("box selection", () => {
 });
 
 describe("classes past the palette", () => {
+  withDocument();
   const big = {
     ...arrays,
     label: Uint32Array.from([0, 100000, 2 ** 31 - 1, 2 ** 32 - 1]),
@@ -98,10 +101,16 @@ describe("classes past the palette", () => {
   };
 
   it("colour a class index of 2**31 - 1 from the palette, with no colour per class", () => {
-    const { codes, colors } = colourCodes("label", big);
+    const { codes, colors, repeating } = colourCodes("label", big);
     const palette = colors.length - 1;
     assert.equal(palette, 20);
+    assert.equal(repeating, 2 ** 31);
     assert.deepEqual([...codes], [0, 100000 % 20, (2 ** 31 - 1) % 20, palette]);
+    const items = legendItems("label", colors, [], 1, true, [0, 1], repeating);
+    assert.deepEqual(
+      items.map((i) => i.textContent),
+      ['2,147,483,648 classes share 20 colours: "show" picks one class', "unknown"],
+    );
   });
 
   it("offer every class of a small label set in the class menu", () => {
