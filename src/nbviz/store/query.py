@@ -290,13 +290,14 @@ class ReaderBase(Closing):
                 raise RunClosedError(self.run_dir)
             with self._lock:
                 first = not self._checked
+                lost = None
                 if first:  # the first connection checks the file: once per reader
                     self._file = db_path(self.run_dir)
-                    warn_lost_commits(self._file)
+                    lost = warn_lost_commits(self._file)
                 conn = connect(self.run_dir, readonly=True)
                 try:
                     if first:
-                        version = check_version(conn, self.run_dir, readonly=True)
+                        version = check_version(conn, self.run_dir, readonly=True, lost=lost)
                         self._absent = frozenset(READ_AS_IS.get(version, ()))
                         self._checked = True
                 except BaseException:
