@@ -11,7 +11,16 @@ import { formatNumber } from "./lib/format.js";
 import { ObjectUrls } from "./lib/images.js";
 import { listen, save } from "./lib/model.js";
 import { UNANSWERED } from "./lib/offline.js";
-import { boxToData, colourAvailable, colourCodes, decodePoints, linearScale, pointSize, pointsInBox } from "./lib/points.js";
+import {
+  boxToData,
+  classOptions,
+  colourAvailable,
+  colourCodes,
+  decodePoints,
+  linearScale,
+  pointSize,
+  pointsInBox,
+} from "./lib/points.js";
 import { boxSelect } from "./lib/projector/box_select.js";
 import { serialDraws } from "./lib/projector/draws.js";
 import { followStage, plotOnStage } from "./lib/projector/stage.js";
@@ -196,7 +205,7 @@ function render({ model, el: root }) {
     const fresh = stale || !points;
     if (fresh) points = decodePoints(model.get("points"));
     stale = false;
-    const { codes, colors } = colourCodes(model.get("color_by"), points);
+    const { codes, colors, repeating } = colourCodes(model.get("color_by"), points);
     const highlight = indicesOf("highlight");
     const w = new Float32Array(points.n);
     if (highlight.length) for (const i of highlight) w[i] = 1;
@@ -234,7 +243,8 @@ function render({ model, el: root }) {
     );
     drawn = true;
     const unknown = codes.includes(colors.length - 1);
-    legend.replaceChildren(...legendItems(model.get("color_by"), colors, model.get("class_names") || [], points.loss_max, unknown, points.target_range));
+    const names = model.get("class_names") || [];
+    legend.replaceChildren(...legendItems(model.get("color_by"), colors, names, points.loss_max, unknown, points.target_range, repeating));
     updateText();
   });
 
@@ -264,11 +274,12 @@ function render({ model, el: root }) {
     const names = model.get("class_names") || [];
     const k = points ? points.n_classes : names.length;
     classLabel.style.display = k > 0 ? "" : "none";
-    const current = String(model.get("filter_class"));
-    const options = [["-1", "all classes"]];
-    for (let i = 0; i < k; i++) options.push([String(i), names[i] ?? `class ${i}`]);
-    if (classSelect.options.length !== options.length) fillSelect(classSelect, /** @type {Array<[string, string]>} */ (options));
-    classSelect.value = current;
+    const current = model.get("filter_class");
+    /** @type {Array<[string, string]>} */
+    const options = [["-1", "all classes"], ...classOptions(points, names, current)];
+    const listed = Array.from(classSelect.options, (o) => o.value).join(",");
+    if (listed !== options.map(([v]) => v).join(",")) fillSelect(classSelect, options);
+    classSelect.value = String(current);
   };
 
   const showTip = (/** @type {number} */ i) => {

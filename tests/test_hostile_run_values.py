@@ -129,3 +129,20 @@ def test_a_dashboard_with_one_damaged_table_shows_the_other_views_and_says_why(
             "does not decode: a stored integer is 'x', not a number"
         ) in dash.pending
         dash.close()
+
+
+def test_a_meta_value_of_the_wrong_kind_or_not_json_is_named_in_plain_words(
+    tmp_path: Path,
+) -> None:
+    run_dir = tampered(
+        small_run(tmp_path / "run"),
+        "INSERT OR REPLACE INTO meta(key, value) VALUES ('class_names', '5')",
+        "INSERT OR REPLACE INTO meta(key, value) VALUES ('config', '{not json')",
+    )
+    with nbviz.open_run(run_dir) as run:
+        with pytest.raises(RunFileError, match=r"meta value 'class_names' is 5 \(an int\) where"):
+            _ = run.class_names
+        with pytest.raises(
+            RunFileError, match=r"meta value 'config' is unreadable: '\{not json' is not JSON text"
+        ):
+            _ = run.config

@@ -94,6 +94,8 @@ def test_log_reads_back_what_it_accepts(step: Any, name: Any, value: Any) -> Non
 
 
 class_counts = st.integers(min_value=1, max_value=6)
+# class indices a view must hold without costing their size: past uint8, uint16, the limit
+LARGE_CLASSES = [0, 1, 255, 65_535, 100_000, MAX_CLASS]
 
 
 @st.composite
@@ -110,6 +112,7 @@ def predictions_input(draw: st.DrawFn) -> dict[str, Any]:
                 elements=st.one_of(st.floats(allow_nan=True), st.integers(-3, 2**40)),
             ),
             hnp.arrays(np.int64, (n,), elements=st.integers(-3, 2**40)),
+            hnp.arrays(np.int64, (n,), elements=st.sampled_from(LARGE_CLASSES)),
         )
     )
     labels = draw(
@@ -117,6 +120,7 @@ def predictions_input(draw: st.DrawFn) -> dict[str, Any]:
             hnp.arrays(np.int64, (draw(st.integers(n, n + 1)),), elements=st.integers(-2, k)),
             hnp.arrays(np.float64, (n,), elements=st.floats(allow_nan=True)),
             hnp.arrays(np.uint64, (n,), elements=st.integers(0, 2**64 - 1)),
+            hnp.arrays(np.int64, (n,), elements=st.sampled_from(LARGE_CLASSES)),
         )
     )
     ids = draw(

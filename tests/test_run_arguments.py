@@ -255,3 +255,8 @@ def test_evaluate_skips_empty_batches(run) -> None:
     ]
     run.evaluate(0, _model(), loader)
     assert run.predictions(0)["id"].tolist() == [0, 1]
+
+
+def test_splits_given_an_array_names_it_rather_than_numpy_truth_values(run) -> None:
+    with pytest.raises(ValueError, match=r"^splits: array\(\[1, 2\]\) is not a table with splits"):
+        run.splits(np.array([1, 2]))

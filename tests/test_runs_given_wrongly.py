@@ -37,3 +37,18 @@ def test_a_run_opened_by_its_file_is_named_after_its_directory(tmp_path: Path) -
     with nbviz.open_run(tmp_path / "exp1" / DB_NAME) as run:
         assert run.name == "exp1"
         assert nbviz.LossCurves(run).data()["run"].unique().tolist() == ["exp1"]
+
+
+@pytest.mark.parametrize("view", [*VIEWS, "RunsTable"])
+def test_a_misspelt_keyword_or_a_live_that_is_not_a_bool_is_refused_at_the_call(
+    view: str, tmp_path: Path
+) -> None:
+    with nbviz.Run(tmp_path / "exp1") as run:
+        run.log(0, train_loss=1.0)
+    with nbviz.open_run(tmp_path / "exp1") as run:
+        cls = getattr(nbviz, view)
+        with pytest.raises(TypeError, match=rf"^{view}: unknown argument 'spilt'; {view} takes "):
+            cls(run, spilt="test")
+        with pytest.raises(TypeError, match=rf"^{view}: live must be True or False, got 'no'"):
+            cls(run, live="no")
+        assert cls(run, live=False, layout={"width": "400px"}).layout.width == "400px"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import nbviz
-from nbviz.store import DB_NAME, RunFileError, RunFileWarning, Writer
+from nbviz.store import DB_NAME, RunFileError, RunFileWarning, SchemaError, Writer
 
 
 def _record(path: Path, steps: int = 200) -> None:
@@ -305,3 +305,25 @@ def test_the_log_is_read_as_sqlite_reads_it(tmp_path: Path, cut: float | None) -
     conn.close()
     assert scan is not None and scan.committed == frames
     assert (scan.unreadable_bytes > 0) == (cut is not None and cut < 1)
+
+
+def test_a_copy_taken_before_any_checkpoint_whose_log_was_cut_says_the_log_was_cut(
+    tmp_path: Path,
+) -> None:
+    src, copy = tmp_path / "run", tmp_path / "copy"
+    run = nbviz.Run(src)
+    run.log(0, train_loss=1.0)
+    run.flush()  # everything, the tables included, is still in run.sqlite-wal
+    copy.mkdir()
+    for suffix in ("", "-wal"):
+        shutil.copy(src / f"{DB_NAME}{suffix}", copy / f"{DB_NAME}{suffix}")
+    run.close()
+    _cut_log(copy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RunFileWarning)  # the same words, said at open
+        with pytest.raises(
+            SchemaError,
+            match=r"copy/run\.sqlite: it holds no tables that can be read: run\.sqlite-wal ends in "
+            r"[\d,]+ bytes that cannot be read .*; copy the whole run directory again",
+        ):
+            nbviz.open_run(copy)

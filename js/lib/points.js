@@ -55,7 +55,7 @@ export function decodePoints(raw) {
  * The last colour is always the grey of "unknown".
  * @param {"label" | "prediction" | "correct" | "confidence" | "loss" | "target" | "none"} mode
  * @param {PointArrays} p
- * @returns {{codes: Float32Array, colors: string[]}}
+ * @returns {{codes: Float32Array, colors: string[], repeating?: number}}
  */
 export function colourCodes(mode, p) {
   const n = p.n;
@@ -65,6 +65,16 @@ export function colourCodes(mode, p) {
     const src = mode === "label" ? p.label : p.pred;
     const k = Math.max(1, p.n_classes);
     const palette = paletteFor(k);
+    if (k > MENU_CLASSES) {
+      // class c is drawn in palette[c % palette.length] with one colour per palette
+      // entry: a class index of 2**31 - 1 needs no 2**31 colours (`repeating`: the
+      // number of classes that share them, for the legend)
+      for (let i = 0; i < n; i++) {
+        const v = src[i];
+        codes[i] = v === p.missing || v >= k ? palette.length : v % palette.length;
+      }
+      return { codes, colors: [...palette, grey], repeating: k };
+    }
     const colors = Array.from({ length: k }, (_, i) => palette[i % palette.length]);
     for (let i = 0; i < n; i++) {
       const v = src[i];
@@ -90,6 +100,35 @@ export function colourCodes(mode, p) {
     return { codes, colors: [...colors, grey] };
   }
   return { codes, colors: ["#1565c0", grey] };
+}
+
+/** Most classes the class menu offers; past it, the classes with the most points. */
+export const MENU_CLASSES = 1000;
+
+/**
+ * The class menu's entries `[value, text]` after "all classes": every class
+ * `0..n_classes - 1` for a label set up to {@link MENU_CLASSES}; for a larger one
+ * the classes among the points' labels, most points first (at most that many),
+ * and the class shown now (`current`) wherever it is.
+ * @param {PointArrays | null} p
+ * @param {string[]} names
+ * @param {number} current  the filter's class, -1 for all
+ * @returns {Array<[string, string]>}
+ */
+export function classOptions(p, names, current) {
+  const k = p ? p.n_classes : names.length;
+  const text = (/** @type {number} */ c) => names[c] ?? `class ${c}`;
+  if (k <= MENU_CLASSES) return Array.from({ length: k }, (_, c) => [String(c), text(c)]);
+  const counts = new Map();
+  const label = /** @type {PointArrays} */ (p).label;
+  for (let i = 0; i < label.length; i++) {
+    const c = label[i];
+    if (c !== /** @type {PointArrays} */ (p).missing) counts.set(c, (counts.get(c) ?? 0) + 1);
+  }
+  const classes = [...counts.keys()].sort((a, b) => counts.get(b) - counts.get(a) || a - b);
+  const shown = classes.slice(0, MENU_CLASSES);
+  if (current >= 0 && !shown.includes(current)) shown.push(current);
+  return shown.map((c) => [String(c), text(c)]);
 }
 
 /**

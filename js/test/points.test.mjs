@@ -2,12 +2,16 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
   BINS,
+  MENU_CLASSES,
+  classOptions,
   boxToData,
   colourCodes,
   linearScale,
   pointSize,
   pointsInBox,
 } from "../lib/points.js";
+import { legendItems } from "../lib/projector/legend.js";
+import { withDocument } from "./fake_dom.mjs";
 
 const arrays = {
   n: 4,
@@ -83,5 +87,48 @@ describe("box selection", () => {
     const poly = boxToData({ x0: 50, y0: 75, x1: 150, y1: 25 }, linearScale([-1, 1], [0, 200]),
       linearScale([-1, 1], [100, 0]));
     assert.deepEqual(pointsInBox(xy, poly), [0, 1, 3]);
+  });
+});
+
+describe("classes past the palette", () => {
+  withDocument();
+  const big = {
+    ...arrays,
+    label: Uint32Array.from([0, 100000, 2 ** 31 - 1, 2 ** 32 - 1]),
+    pred: Uint32Array.from([0, 0, 2 ** 31 - 1, 1]),
+    n_classes: 2 ** 31,
+    missing: 2 ** 32 - 1,
+  };
+
+  it("colour a class index of 2**31 - 1 from the palette, with no colour per class", () => {
+    const { codes, colors, repeating } = colourCodes("label", big);
+    const palette = colors.length - 1;
+    assert.equal(palette, 20);
+    assert.equal(repeating, 2 ** 31);
+    assert.deepEqual([...codes], [0, 100000 % 20, (2 ** 31 - 1) % 20, palette]);
+    const items = legendItems("label", colors, [], 1, true, [0, 1], repeating);
+    assert.deepEqual(
+      items.map((i) => i.textContent),
+      ['2,147,483,648 classes share 20 colours: "show" picks one class', "unknown"],
+    );
+  });
+
+  it("offer every class of a small label set in the class menu", () => {
+    assert.deepEqual(classOptions(arrays, ["a", "b"], -1), [
+      ["0", "a"],
+      ["1", "b"],
+      ["2", "class 2"],
+    ]);
+  });
+
+  it("offer the classes the points have, most points first, for a huge label set", () => {
+    const many = { ...big, label: Uint32Array.from([7, 2 ** 31 - 1, 2 ** 31 - 1, 2 ** 32 - 1]) };
+    assert.deepEqual(classOptions(many, [], -1), [
+      [String(2 ** 31 - 1), `class ${2 ** 31 - 1}`],
+      ["7", "class 7"],
+    ]);
+    assert.deepEqual(classOptions(many, [], 5).at(-1), ["5", "class 5"]);
+    const spread = { ...big, label: Uint32Array.from({ length: MENU_CLASSES + 50 }, (_, i) => 5000 + i) };
+    assert.equal(classOptions(spread, [], -1).length, MENU_CLASSES);
   });
 });

@@ -101,3 +101,33 @@ def test_a_chosen_method_replaces_pca_when_ready(nb, demo_run_path: Path) -> Non
     view.locator(".nbviz-pj-color").select_option("correct")
     nb.screenshot("projector-tsne")
     assert nb.kernel_eval("pj.params['seed']") == "7"  # kept across the change of method
+
+
+def test_a_label_set_reaching_2_31_lists_the_classes_it_has_and_shows_one(
+    nb, tmp_path: Path
+) -> None:
+    top = 2**31 - 1
+    labels = np.array([top] * 30 + [100_000] * 20 + [0] * 10)
+    rng = np.random.default_rng(0)
+    with nbviz.Run(tmp_path / "huge") as run:
+        run.log_predictions(10, labels, labels)  # predicted classes, no class names
+        run.log_embeddings(10, rng.normal(size=(60, 8)) + labels[:, None] % 7)
+    view = nb.run(
+        "projector-huge.ipynb",
+        [
+            "import nbviz\n"
+            f"run = nbviz.open_run({str(tmp_path / 'huge')!r})\n"
+            "pj = nbviz.EmbeddingProjector(run, method='pca')\n"
+            "pj",
+        ],
+        ready=".nbviz-projector",
+    )
+    expect(view).to_have_attribute("data-drawn", "60", timeout=60_000)
+    options = view.locator(".nbviz-pj-class option")
+    expect(options).to_have_count(4)  # all classes, then the three it has, most points first
+    assert options.all_inner_texts() == ["all classes", f"class {top}", "class 100000", "class 0"]
+    legend = view.locator(".nbviz-projector-legend")
+    expect(legend).to_contain_text('2,147,483,648 classes share 20 colours: "show" picks one')
+    view.locator(".nbviz-pj-class").select_option(str(top))
+    nb.wait_kernel("pj.filter_class", str(top), timeout=60)
+    nb.screenshot("projector-huge-label-set")

@@ -12,13 +12,18 @@ import { formatNumber } from "../format.js";
  * @param {number} lossMax  the loss at the top of the loss ramp
  * @param {boolean} unknown  some points have no value
  * @param {number[]} [targetRange]  the target values at the ends of the target ramp
+ * @param {number} [repeating]  classes that share the colours (a label set past the menu's
+ *   size): said in words, since no colour then names one class
  * @returns {HTMLElement[]}
  */
-export function legendItems(by, colors, names, lossMax, unknown, targetRange = [0, 1]) {
+export function legendItems(by, colors, names, lossMax, unknown, targetRange = [0, 1], repeating = 0) {
   const item = (/** @type {string} */ color, /** @type {string} */ text) =>
     el("span", {}, [el("span", { class: "nbviz-projector-swatch", style: { background: color } }), text]);
   const items = [];
-  if (by === "label" || by === "prediction") {
+  if ((by === "label" || by === "prediction") && repeating) {
+    const text = `${repeating.toLocaleString("en-US")} classes share ${colors.length - 1} colours: "show" picks one class`;
+    items.push(el("span", { class: "nbviz-projector-repeating" }, [text]));
+  } else if (by === "label" || by === "prediction") {
     for (let i = 0; i < colors.length - 1; i++) items.push(item(colors[i], names[i] ?? `class ${i}`));
   } else if (by === "correct") {
     items.push(item(colors[0], "correct"), item(colors[1], "wrong"));

@@ -50,9 +50,10 @@ def check_file_size(file: Path) -> None:
         )
 
 
-def warn_lost_commits(file: Path) -> None:
-    """Warn (RunFileWarning) when ``file``'s write-ahead log lost commits SQLite cannot read;
-    raise RunFileError when the file itself was cut short (:func:`check_file_size`)."""
+def warn_lost_commits(file: Path) -> str | None:
+    """Warn (RunFileWarning) when ``file``'s write-ahead log lost commits SQLite cannot read,
+    and return what was lost (None if nothing); raise RunFileError when the file itself
+    was cut short (:func:`check_file_size`)."""
     check_file_size(file)
     lost = lost_commits(file)
     if lost:
@@ -60,3 +61,4 @@ def warn_lost_commits(file: Path) -> None:
             f"{file}: {lost}. The run is opened with what can be read; copy it again from "
             "where it was recorded if that copy is whole"
         )
+    return lost

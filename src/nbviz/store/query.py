@@ -290,13 +290,14 @@ class ReaderBase(Closing):
                 raise RunClosedError(self.run_dir)
             with self._lock:
                 first = not self._checked
+                lost = None
                 if first:  # the first connection checks the file: once per reader
                     self._file = db_path(self.run_dir)
-                    warn_lost_commits(self._file)
+                    lost = warn_lost_commits(self._file)
                 conn = connect(self.run_dir, readonly=True)
                 try:
                     if first:
-                        version = check_version(conn, self.run_dir, readonly=True)
+                        version = check_version(conn, self.run_dir, readonly=True, lost=lost)
                         self._absent = frozenset(READ_AS_IS.get(version, ()))
                         self._checked = True
                 except BaseException:
@@ -437,6 +438,7 @@ class ReaderBase(Closing):
     def splits(self, table: str = "predictions") -> list[str]:
         """Splits with rows in ``table`` (predictions, probabilities, outputs, samples,
         embeddings)."""
-        if table not in ("predictions", "probabilities", "outputs", "samples", "embeddings"):
+        tables = ("predictions", "probabilities", "outputs", "samples", "embeddings")
+        if not isinstance(table, str) or table not in tables:
             raise ValueError(f"splits: {table!r} is not a table with splits")
         return [r[0] for r in self._q(skip_scan_sql(table, "split"))]

@@ -73,13 +73,13 @@ class ScalarQueries(ReaderBase):
         try:
             value = json_value(text)
         except StoredValueError as exc:
-            raise self._bad_meta(key, str(exc)) from None
+            raise self._bad_meta(key, f"unreadable: {exc}") from None
         kind = META_KINDS.get(key)
         if kind is not None and value is not None and not kind[0](value):
             shown = repr(value) if len(repr(value)) < 60 else repr(value)[:57] + "..."
-            raise self._bad_meta(
-                key, f"{shown} (a {type(value).__name__}) where nbviz writes {kind[1]}"
-            )
+            name = type(value).__name__
+            article = "an" if name[0] in "aeiou" else "a"
+            raise self._bad_meta(key, f"{shown} ({article} {name}) where nbviz writes {kind[1]}")
         return value
 
     def _bad_meta(self, key: str, problem: str) -> RunFileError:

@@ -105,6 +105,10 @@ _EMPTY_FILE = (
     "a run copied while it was being written keeps its data in run.sqlite-wal beside "
     "run.sqlite: copy the whole run directory, or copy it after run.close()"
 )
+_CUT_LOG = (
+    "copy the whole run directory again from where it was recorded, or copy it after "
+    "run.close() (then run.sqlite alone holds everything)"
+)
 _FOREIGN = (
     "a run from elsewhere is read as data, never as code, so a file whose schema is not "
     "the one nbviz writes is refused; record the run again, or ask whoever sent it for "
@@ -230,7 +234,9 @@ def reprlib_short(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def check_version(conn: sqlite3.Connection, where: Path | str, *, readonly: bool) -> int:
+def check_version(
+    conn: sqlite3.Connection, where: Path | str, *, readonly: bool, lost: str | None = None
+) -> int:
     """Raise unless the database is a run at SCHEMA_VERSION (migrating it if allowed);
     returns the version the run now holds.
 
@@ -238,10 +244,11 @@ def check_version(conn: sqlite3.Connection, where: Path | str, *, readonly: bool
     returned; its reads treat the tables added since as empty). SchemaError: no
     schema version, a newer one, or an older one that cannot be (or, read-only,
     is not) migrated. RunFileError: schema objects that are not the version's,
-    or a damaged file.
+    or a damaged file. ``lost``: what of the write-ahead log could not be read (from
+    :func:`~nbviz.store.file_checks.warn_lost_commits`), named when it took the tables.
     """
     try:
-        return _check_version(conn, where, readonly=readonly)
+        return _check_version(conn, where, readonly=readonly, lost=lost)
     except sqlite3.DatabaseError as exc:
         raise from_sqlite_error(_file(where), exc, "reading its schema") from exc
 
@@ -252,11 +259,15 @@ def _file(where: Path | str) -> Path:
     return where if where.name == DB_NAME or where.is_file() else where / DB_NAME
 
 
-def _check_version(conn: sqlite3.Connection, where: Path | str, *, readonly: bool) -> int:
+def _check_version(
+    conn: sqlite3.Connection, where: Path | str, *, readonly: bool, lost: str | None
+) -> int:
     file = _file(where)
     version = read_schema_version(conn, file)
     if version is None:
         if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+            if lost:  # the tables were in the part of the log that cannot be read
+                raise SchemaError(file, f"it holds no tables that can be read: {lost}", _CUT_LOG)
             raise SchemaError(file, "it holds no tables at all", _EMPTY_FILE)
         raise SchemaError(file, "it is not an nbviz run: it has no schema_version", _NOT_A_RUN)
     if version > SCHEMA_VERSION:

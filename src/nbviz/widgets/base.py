@@ -15,6 +15,7 @@ modules' names are also importable from here, where widget code found them first
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,7 @@ class NbvizWidget(anywidget.AnyWidget):
     error = traitlets.Unicode("", help="Readable error shown instead of the view.").tag(sync=True)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _refuse_unknown_keywords(self, kwargs)
         # every synced text trait (and list of texts) refuses text the browser cannot
         # be sent (a lone surrogate), after the trait's own validator if it has one
         for name, trait in self.traits(sync=True).items():
@@ -106,6 +108,28 @@ class NbvizWidget(anywidget.AnyWidget):
         ``max_steps``, ``max_bytes``). Returns a ``PageInfo`` (path, size, notes).
         """
         return save_html(self, path, **kwargs)
+
+
+def _refuse_unknown_keywords(view: Any, kwargs: dict[str, Any]) -> None:
+    """``TypeError`` for a keyword that is neither the view's argument nor a trait.
+
+    traitlets passes such keywords on with a DeprecationWarning, so a misspelt
+    argument (``ConfusionMatrix(run, spilt="test")``) would build a view of
+    something else without a word.
+    """
+    unknown = [k for k in kwargs if not view.has_trait(k)]
+    if unknown:
+        cls = type(view)
+        params = inspect.signature(cls.__init__).parameters.values()
+        named = [p.name for p in params if p.name != "self" and p.kind not in _VARIADIC]
+        raise TypeError(
+            f"{cls.__name__}: unknown argument {', '.join(map(repr, unknown))}; "
+            f"{cls.__name__} takes {', '.join(named) or 'no arguments'}, or a keyword "
+            "naming one of its traits (view.trait_names())"
+        )
+
+
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
 
 def _holds_text(trait: traitlets.TraitType) -> bool:

@@ -16,6 +16,7 @@ import traitlets
 __all__ = [
     "MAX_ID",
     "check_choice",
+    "check_flag",
     "check_int",
     "check_known",
     "check_run_name",
@@ -52,6 +53,14 @@ def check_run(where: str, run: Any) -> None:
             f"{where}: run must be a run (nbviz.Run or nbviz.open_run(path)), got "
             f"{type(run).__name__} {run!r:.60}"
         )
+
+
+def check_flag(where: str, name: str, value: Any) -> bool:
+    """``value`` as a bool; ``TypeError`` unless it is True or False (numpy's included):
+    ``live="no"`` would be true."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{where}: {name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_choice(where: str, name: str, value: Any, choices: Iterable[Any]) -> None:

@@ -33,7 +33,7 @@ import traitlets
 
 from nbviz.store import RunFileError
 from nbviz.widgets.base import NbvizWidget, child_view
-from nbviz.widgets.checks import check_run
+from nbviz.widgets.checks import check_flag, check_run
 from nbviz.widgets.export import save_html
 from nbviz.widgets.frontend import esm
 from nbviz.widgets.live import POLL_INTERVAL, follow, unfollow
@@ -176,8 +176,9 @@ class Dashboard(NbvizWidget):
         self._retries = 0
         self._closed = False
         check_run("Dashboard", run)
+        live = check_flag("Dashboard", "live", live)
         super().__init__(**kwargs)
-        self.live = bool(live)
+        self.live = live
         self.notes: list[str] = []
         with self._lock, self.hold_sync():
             self._build(run)

@@ -21,7 +21,7 @@ import traitlets
 
 from nbviz.store import RunClosedError
 from nbviz.widgets.base import NbvizWidget
-from nbviz.widgets.checks import check_run, id_trait
+from nbviz.widgets.checks import check_flag, check_run, id_trait
 from nbviz.widgets.poller import (
     POLL_INTERVAL,
     FileIdentity,
@@ -110,6 +110,7 @@ class LiveView(NbvizWidget):
     ).tag(sync=True)
 
     def _init_live(self, runs: list[Any], live: bool) -> None:
+        live = check_flag(type(self).__name__, "live", live)
         for run in runs:
             check_run(type(self).__name__, run)
         self._lock = threading.RLock()

@@ -1,8 +1,8 @@
 """The projector's points on the wire: positions, and what colours them, ~12 bytes a point.
 
 A layout's finite points travel as float32 positions scaled into [-1, 1] and
-one byte (two past 254 classes) each for label, prediction, confidence, loss
-and target (a regression's one target value per sample, scaled to its range),
+one byte (two past 254 classes, four past 65,534) each for label, prediction,
+confidence, loss and target (a regression's one target value per sample, scaled to its range),
 the values of the predictions logged at the layout's step (or the latest
 evaluation before it), matched by id; ``missing`` (or 255) marks what is unknown.
 """
@@ -75,7 +75,9 @@ def _n_classes(frame: pd.DataFrame) -> int:
 def point_arrays(xy: np.ndarray, ids: np.ndarray, frame: pd.DataFrame) -> dict[str, Any]:
     """The ``points`` payload of finite positions ``xy`` of ``ids``, coloured by ``frame``."""
     n_classes = _n_classes(frame)
-    small = np.uint8 if n_classes < 255 else np.uint16
+    # the narrowest codes that hold every class and the "missing" mark above them
+    # (class indices reach 2**31 - 1: uint32 past uint16's 65,534 classes)
+    small = np.uint8 if n_classes < 255 else np.uint16 if n_classes < 65535 else np.uint32
     missing = np.iinfo(small).max
     label = frame["label"].to_numpy(dtype=np.float64, na_value=np.nan)
     pred = frame["pred"].to_numpy(dtype=np.float64, na_value=np.nan)

@@ -43,26 +43,17 @@ def _name(names: list[str] | None, c: int) -> str:
     return names[c] if names and 0 <= c < len(names) else str(c)
 
 
-def _recalls(run: Any, split: str, step: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-class recall (NaN where absent) and support at one evaluation."""
+def _recalls(run: Any, split: str, step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(classes, recall, support)`` at one evaluation, over the classes among its labels.
+
+    Counted over the classes that occur, never over ``0..largest index``: a label
+    set of 2**31 classes costs what its samples cost."""
     preds = run.predictions(step, split=split)
     y = preds["label"].to_numpy(dtype=np.int64)
     p = preds["pred"].to_numpy(dtype=np.int64)
-    support = np.bincount(y, minlength=n)[:n]
-    correct = np.bincount(y[y == p], minlength=n)[:n]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        recall = correct / np.where(support > 0, support, np.nan)
-    return recall, support
-
-
-def _n_classes(run: Any) -> int:
-    names = run.class_names
-    top = 0
-    for split in run.class_splits():
-        preds = run.predictions(split=split)
-        if len(preds):
-            top = max(top, int(preds["label"].max()) + 1, int(preds["pred"].max()) + 1)
-    return max(len(names) if names else 0, top)
+    classes, support = np.unique(y, return_counts=True)
+    correct = np.bincount(np.searchsorted(classes, y[y == p]), minlength=len(classes))
+    return classes, correct / np.maximum(support, 1), support
 
 
 def _one_class(run: Any) -> Finding | None:
@@ -117,25 +108,24 @@ def check_imbalance(run: Any) -> list[Finding]:
     train = [s for s in training_splits(run) if len(run.prediction_steps(s))]
     if not train:
         return []
-    n = _n_classes(run)
     names = run.class_names
     findings = []
     others = [s for s in run.class_splits() if s not in train]
     for split in train:
         steps = run.prediction_steps(split)
         preds = run.predictions(int(steps[-1]), split=split)
-        counts = np.bincount(preds["label"].to_numpy(dtype=np.int64), minlength=n)[:n]
-        elsewhere = np.zeros(n, dtype=np.int64)
-        for other in others:
-            theirs = run.predictions(split=other)
-            elsewhere += np.bincount(theirs["label"].to_numpy(dtype=np.int64), minlength=n)[:n]
-        missing = [c for c in range(n) if counts[c] == 0 and elsewhere[c] >= MIN_SUPPORT]
-        present = counts[counts > 0]
-        ratio = float(present.max() / present.min()) if len(present) else 1.0
+        # the classes that occur and their counts: sparse, whatever the largest class index
+        classes, counts = np.unique(preds["label"].to_numpy(dtype=np.int64), return_counts=True)
+        theirs = [run.predictions(split=o)["label"].to_numpy(dtype=np.int64) for o in others]
+        elsewhere, support = np.unique(
+            np.concatenate([np.zeros(0, np.int64), *theirs]), return_counts=True
+        )
+        missing = elsewhere[~np.isin(elsewhere, classes) & (support >= MIN_SUPPORT)].tolist()
+        ratio = float(counts.max() / counts.min()) if len(counts) else 1.0
         if not missing and ratio < IMBALANCE:
             continue
-        small = [c for c in range(n) if counts[c] > 0 and counts[c] * IMBALANCE <= counts.max()]
-        gap = _minority_gap(run, small, n)
+        small = classes[counts * IMBALANCE <= counts.max()].tolist()
+        gap = _minority_gap(run, small)
         warn = bool(missing) or (gap is not None and gap >= RECALL_GAP)
         parts = []
         if missing:
@@ -146,12 +136,11 @@ def check_imbalance(run: Any) -> list[Finding]:
                 f"{'it' if len(missing) == 1 else 'them'}"
             )
         if ratio >= IMBALANCE:
-            big = int(np.argmax(counts))
-            least = int(np.flatnonzero(counts == present.min())[0])
+            big, least = int(np.argmax(counts)), int(np.argmin(counts))
             parts.append(
-                f"the largest class '{_name(names, big)}' has {fmt(ratio)}x the {split} samples "
-                f"of the smallest, '{_name(names, least)}' ({int(counts[big])} against "
-                f"{int(counts[least])})"
+                f"the largest class '{_name(names, int(classes[big]))}' has {fmt(ratio)}x the "
+                f"{split} samples of the smallest, '{_name(names, int(classes[least]))}' "
+                f"({int(counts[big])} against {int(counts[least])})"
                 + (
                     f"; the small classes' recall is {pct(gap)} below the others'"
                     if gap is not None and gap > 0
@@ -179,7 +168,7 @@ def check_imbalance(run: Any) -> list[Finding]:
                 ),
                 evidence={
                     "split": split,
-                    "counts": counts,
+                    "counts": {int(c): int(k) for c, k in zip(classes, counts)},
                     "ratio": ratio,
                     "missing": missing,
                     "small": small,
@@ -192,7 +181,7 @@ def check_imbalance(run: Any) -> list[Finding]:
     return findings
 
 
-def _minority_gap(run: Any, small: list[int], n: int) -> float | None:
+def _minority_gap(run: Any, small: list[int]) -> float | None:
     """How far the small classes' mean recall falls below the others', at the latest evaluation."""
     if not small:
         return None
@@ -201,13 +190,10 @@ def _minority_gap(run: Any, small: list[int], n: int) -> float | None:
         steps = run.prediction_steps(split)
         if not len(steps):
             continue
-        recall, _ = _recalls(run, split, int(steps[-1]), n)
-        is_small = np.zeros(n, dtype=bool)
-        is_small[small] = True
-        rest = np.flatnonzero(~is_small & np.isfinite(recall))
-        mine = np.flatnonzero(is_small & np.isfinite(recall))
-        if len(rest) and len(mine):
-            gaps.append(float(np.mean(recall[rest]) - np.mean(recall[mine])))
+        classes, recall, _ = _recalls(run, split, int(steps[-1]))
+        is_small = np.isin(classes, small)
+        if is_small.any() and not is_small.all():
+            gaps.append(float(np.mean(recall[~is_small]) - np.mean(recall[is_small])))
     return max(gaps) if gaps else None
 
 
@@ -215,23 +201,24 @@ def check_unlearned(run: Any) -> list[Finding]:
     """Classes whose recall never rose above chance level while the others were learned."""
     findings = []
     names = run.class_names
-    n = None
     for split in run.class_splits():
         steps = run.prediction_steps(split)
         if len(steps) < 2:
             continue
-        n = n or _n_classes(run)
-        history = [_recalls(run, split, int(s), n) for s in steps]
-        recall_last, support = history[-1]
-        best = np.max([np.nan_to_num(r, nan=0.0) for r, _ in history], axis=0)
-        finite = np.isfinite(recall_last)
-        finite_sum, finite_count = float(recall_last[finite].sum()), int(finite.sum())
-        for c in np.flatnonzero(support >= MIN_SUPPORT).tolist():
-            ever = float(best[c])
-            # the mean recall of the other classes (those evaluated)
-            rest = finite_count - int(finite[c])
-            rest_sum = finite_sum - (float(recall_last[c]) if finite[c] else 0.0)
-            learned = rest_sum / rest if rest else 0.0
+        history = [_recalls(run, split, int(s)) for s in steps]
+        # each class's best recall over the evaluations that had it
+        seen = np.concatenate([c for c, _, _ in history])
+        order = np.argsort(seen, kind="stable")
+        ever_classes, first = np.unique(seen[order], return_index=True)
+        best = np.maximum.reduceat(np.concatenate([r for _, r, _ in history])[order], first)
+        classes, recall_last, support = history[-1]
+        total = float(recall_last.sum())
+        for i in np.flatnonzero(support >= MIN_SUPPORT).tolist():
+            c = int(classes[i])
+            ever = float(best[np.searchsorted(ever_classes, c)])
+            # the mean recall of the other classes (those with samples at the last evaluation)
+            rest = len(classes) - 1
+            learned = (total - float(recall_last[i])) / rest if rest else 0.0
             if ever > NEVER or learned < LEARNED:
                 continue
             findings.append(
@@ -257,7 +244,7 @@ def check_unlearned(run: Any) -> list[Finding]:
                         "name": _name(names, c),
                         "best_recall": ever,
                         "others_recall": learned,
-                        "support": int(support[c]),
+                        "support": int(support[i]),
                         "evaluations": len(steps),
                     },
                 )
