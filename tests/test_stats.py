@@ -303,3 +303,26 @@ def test_scratch_views_are_kept_by_size_and_follow_a_larger_buffer():
     for n in range(1, 200):  # sizes that vary: the views kept stay few
         assert scratch.like(torch.zeros(n)).numel() == n
     assert len(scratch._views) <= 64
+
+
+@pytest.mark.parametrize("full_row", [False, True])
+def test_a_float64_samples_counts_do_not_depend_on_a_float32_one_binned_beside_it(full_row):
+    """Values on the bins' edges, in float64 beside a float32 sample: the bin constants are
+    taken in the dtype the samples are binned in, so each edge value falls in its own bin."""
+    lo, hi = -0.3691406251234567, 0.7123456789012345
+    width = (hi - lo) / BINS
+    edges = torch.tensor([lo + k * width for k in range(BINS + 1)], dtype=torch.float64)
+    x64 = torch.cat([edges, edges + width / 3])
+    if full_row:
+        x64 = x64.repeat(hg.HIST_SAMPLE // x64.numel() + 1)[: hg.HIST_SAMPLE]
+
+    def counts(*tensors: torch.Tensor) -> np.ndarray:
+        capture = st.StepCapture(BINS, ts.Scratch(), hg.BinCache())
+        for i, x in enumerate(tensors):
+            capture.add_clean(("l", str(i)), x, None, known_range(lo, hi))
+        flat, _ = capture.to_host()
+        return st.combine(capture.entries, flat)[("l", str(len(tensors) - 1))].hist
+
+    alone = counts(x64)
+    assert np.array_equal(counts(torch.randn(100), x64), alone)
+    assert np.array_equal(counts(torch.randn(hg.HIST_SAMPLE), x64), alone)

@@ -13,6 +13,8 @@ adds them up per (layer, signal).
 
 from __future__ import annotations
 
+import functools
+
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -211,10 +213,16 @@ class StepCapture:
         rows of one block whose constants are broadcast per row, then the others.
         """
         sizes = [t.numel() for t in self._samples]
+        # the constants in the dtype torch.cat gives the samples (float32 and float64
+        # together: float64), so that a value on a bin's edge falls in that bin
+        like = self._samples[0]
+        dtype = functools.reduce(torch.promote_types, {t.dtype for t in self._samples})
+        if like.dtype != dtype:
+            like = like.new_empty(0, dtype=dtype)
         if self.bin_cache is not None:
-            layout = self.bin_cache.layout(self._sample_hists, sizes, self._samples[0])
+            layout = self.bin_cache.layout(self._sample_hists, sizes, like)
         else:
-            layout = bin_layout(self._sample_hists, sizes, self._samples[0])
+            layout = bin_layout(self._sample_hists, sizes, like)
         ordered = [self._samples[i] for i in layout.order]
         scratch = self.scratch
         if scratch is not None and len({t.dtype for t in ordered}) == 1:
