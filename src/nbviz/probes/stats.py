@@ -14,7 +14,6 @@ adds them up per (layer, signal).
 from __future__ import annotations
 
 import functools
-
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
