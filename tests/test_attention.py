@@ -287,40 +287,54 @@ def test_padding_is_left_out_of_the_statistics(tmp_path):
 
 
 class MaskedLM(PaddedLM):
-    """Called as a Hugging Face model is: ``model(ids, attention_mask=mask)``."""
+    """Called as a Hugging Face model is, ``model(ids, attention_mask=mask)``, but not one:
+    nothing says its mask is that of every (batch, tokens) tensor it makes."""
 
     def forward(self, ids, attention_mask=None):
         return super().forward(ids)
 
 
-def test_a_forwards_attention_mask_leaves_padding_out_without_set_mask(tmp_path):
+def test_another_models_attention_mask_is_not_guessed_at_and_a_note_says_so(tmp_path):
     torch.manual_seed(0)
     model = MaskedLM()
     ids = torch.randint(1, 10, (4, 7))
     ids[:, 5:] = 0
-    keep = ids != 0
     seen = {}
     model.fc.register_forward_hook(lambda m, a, out: seen.update(fc=out.detach().clone()))
-    model.fc.register_full_backward_hook(lambda m, gi, go: seen.update(g=go[0].detach().clone()))
     with nbviz.Run(tmp_path / "run") as run:
-        run.watch(model, every=1)
-        out = model(ids, attention_mask=keep.long())
+        probe = run.watch(model, every=1)
+        out = model(ids, attention_mask=(ids != 0).long())
         F.cross_entropy(out, torch.tensor([0, 1, 2, 0])).backward()
         run.log(0, train_loss=0.0)
-        seen_first = seen["fc"]
-        # a later forward without a mask is measured whole again
-        F.cross_entropy(model(ids), torch.tensor([0, 1, 2, 0])).backward()
-        run.log(1, train_loss=0.0)
         run.flush()
-        act = run.stats("activation", layer="fc").set_index("step")
-        grad = run.stats("gradient", layer="fc").set_index("step")
-    real = seen_first[keep]
-    assert act.loc[0, "count"] == real.numel()
-    assert act.loc[0, "max"] == pytest.approx(float(real.max()), rel=1e-6)
-    assert act.loc[1, "count"] == seen["fc"].numel()
-    assert act.loc[1, "max"] > 1e3  # the padding's values count when no mask is given
-    assert grad.loc[0, "count"] == int(keep.sum()) * 5
-    assert grad.loc[1, "count"] == seen["g"].numel()
+        act = run.stats("activation", layer="fc").iloc[0]
+        assert act["count"] == seen["fc"].numel()
+        assert any("probe.set_mask" in note for note in probe.notes)
+        probe.close()
+
+
+def test_each_gradient_takes_the_mask_of_the_forward_that_made_it(tmp_path):
+    """Two forwards (micro-batches of different padding), one backward of their sum."""
+    torch.manual_seed(0)
+    model = PaddedLM()
+    ids = [torch.randint(1, 10, (4, 7)) for _ in range(2)]
+    ids[0][:, 5:] = 0
+    ids[1][:, 2:] = 0
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, every=1)
+        loss = 0
+        for x in ids:
+            probe.set_mask(x != 0)
+            loss = loss + F.cross_entropy(model(x), torch.tensor([0, 1, 2, 0]))
+        loss.backward()
+        run.log(0, train_loss=0.0)
+        run.flush()
+        act = run.stats("activation", layer="fc").iloc[0]
+        grad = run.stats("gradient", layer="fc").iloc[0]
+        probe.close()
+    kept = sum(int((x != 0).sum()) for x in ids) * 5
+    assert act["count"] == kept
+    assert grad["count"] == kept
 
 
 def test_bad_masks_are_refused_naming_the_value(tmp_path):

@@ -101,6 +101,7 @@ class StepClock:
         self._logged: int | None = None  # the step number of the last log that named a step
         self._counter_at_log = 0  # _counter then
         self._passes_noted = False
+        self._mask_noted = False  # said that a forward's attention_mask is not read
         self._behind = False  # the last log named a step below the one in progress
 
     def _on_log(self, step: int) -> None:
@@ -140,6 +141,18 @@ class StepClock:
         self.notes.append(note)
         warnings.warn(note, stacklevel=4)
 
+    def _note_mask_unread(self) -> None:
+        """Say, once, that a forward's ``attention_mask`` is not taken as the padding."""
+        if self._mask_noted:
+            return
+        self._mask_noted = True
+        self.notes.append(
+            "the model is called with an attention_mask, which is not read as the padding of "
+            "its outputs (it is not one Hugging Face stack, so another sequence may have as "
+            "many tokens): call probe.set_mask(mask) before each forward to leave padding out "
+            "of the statistics"
+        )
+
     def _on_optimizer_step(self, *_: Any) -> None:
         self._optimizer_stepped = True
         if self._capture is not None:  # the groups this update used, before a scheduler moves them
@@ -165,11 +178,13 @@ class StepClock:
         self._checked = None
         if self._capture is not None:
             # padding left out of this forward's statistics: the probe's mask, else the
-            # forward's own attention_mask (an encoder-decoder's is its encoder's: its
-            # decoder's tokens are others, maybe as many)
+            # forward's own attention_mask where its tokens are the only sequence
             mask = self._mask
-            if mask is None and kwargs and not _encoder_decoder(root):
+            if mask is None and kwargs:
                 mask = padding_mask(kwargs.get("attention_mask"))
+                if mask is not None and not _one_sequence(root):
+                    self._note_mask_unread()
+                    mask = None
             self._forward_mask = mask
             if self._heads is not None:
                 self._heads.begin(root, mask)  # ended by an always-called hook (hooks.py)
@@ -269,6 +284,15 @@ def _autocast_query(device_type: str) -> Callable[[], bool]:
 _queue_engine_callback = torch.autograd.Variable._execution_engine.queue_callback
 
 
-def _encoder_decoder(root: nn.Module) -> bool:
-    """Whether ``root`` says it is an encoder-decoder (a Hugging Face config's flag)."""
-    return bool(getattr(getattr(root, "config", None), "is_encoder_decoder", False))
+def _one_sequence(root: nn.Module) -> bool:
+    """Whether ``root``'s ``attention_mask`` is the mask of every ``(batch, tokens)``
+    tensor it makes: a Hugging Face model (its ``config``) of one stack. Not an
+    encoder-decoder, whose mask is its encoder's (its decoder's tokens are others,
+    maybe as many), nor a model of several configs (text beside images: CLIP, LLaVA),
+    nor a model nbviz cannot read, where another sequence may have the same length."""
+    config = getattr(root, "config", None)
+    if config is None or not hasattr(config, "to_dict"):
+        return False
+    return not getattr(config, "is_encoder_decoder", False) and not getattr(
+        config, "sub_configs", None
+    )

@@ -48,8 +48,8 @@ cut short by a ``BaseException`` other than ``Exception`` (``KeyboardInterrupt``
 torch's always-called hooks do not run) leaves the mode entered: it sees no call
 made outside that forward, and the next forward of the model ends it.
 With ``probe.set_mask(mask)``, ``(batch, tokens)`` (else the ``attention_mask`` the
-forward was given by keyword, Hugging Face's, where it is ``(batch, tokens)`` of 0/1 or
-booleans and the model is no encoder-decoder, whose mask is its encoder's), a call
+forward was given by keyword, where it is ``(batch, tokens)`` of 0/1 or booleans and the
+model is a Hugging Face model of one stack: see ``clock._one_sequence``), a call
 whose batch and query positions are the mask's is measured over the real tokens'
 queries only (padded queries still attend to the real keys, so they would not make a
 head look dead, but they would weigh in its RMS and peak); a call of another shape (a

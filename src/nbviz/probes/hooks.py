@@ -181,7 +181,8 @@ class ModuleHooks:
 
     def _hook_output_grad(self, name: str, live: torch.Tensor) -> None:
         if self._watch_grads and live.requires_grad and name not in self._outputs_only:
-            live.register_hook(partial(self._on_output_grad, name))
+            # the mask of the forward that made it: a later forward may come first
+            live.register_hook(partial(self._on_output_grad, name, self._forward_mask))
 
     def _on_kept_output(
         self, name: str, slot: int, kind: str, module: nn.Module, args: Any, output: Any
@@ -227,13 +228,12 @@ class ModuleHooks:
                 self._module_notes[name] = f"recorded {path_text(path)} of {describe(output)}"
         return x
 
-    def _on_output_grad(self, name: str, grad: torch.Tensor) -> None:
+    def _on_output_grad(self, name: str, mask: torch.Tensor | None, grad: torch.Tensor) -> None:
         capture = self._capture
         if capture is None or grad is None or not grad.numel():
             return
         if self._grad_scale is not None:
             grad = grad * self._grad_scale  # the gradient of the ranks' mean loss (DDP's)
-        mask = self._forward_mask
         if mask is not None and grad.dim() >= 3 and grad.shape[:2] == mask.shape:
             grad = masked(grad, mask, None)[0]
         capture.add_clean((name, "gradient"), grad, None, self._hist_for(name, "gradient"))

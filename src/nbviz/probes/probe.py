@@ -377,9 +377,10 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
         per-unit maps and dead units, histograms); others are as before. It holds
         until set again (a loop with padding sets it before each forward);
         ``None`` removes it. The non-finite sentinel still checks every element.
-        Without it, a forward called with an ``attention_mask`` keyword of that shape
-        (Hugging Face's: 1 or True for a real token) is read the same way, except by
-        an encoder-decoder, whose mask is its encoder's.
+        Without it, the ``attention_mask`` keyword of that shape a Hugging Face model
+        of one stack is called with (1 or True for a real token) is read the same way;
+        not an encoder-decoder's (its encoder's), nor a model's of several configs or
+        of no Hugging Face config, where another sequence may have as many tokens.
         """
         if mask is None:
             self._mask = self._forward_mask = None
