@@ -109,7 +109,8 @@ export const MENU_CLASSES = 1000;
  * The class menu's entries `[value, text]` after "all classes": every class
  * `0..n_classes - 1` for a label set up to {@link MENU_CLASSES}; for a larger one
  * the classes among the points' labels, most points first (at most that many),
- * and the class shown now (`current`) wherever it is.
+ * and the class shown now (`current`) wherever it is; before the points arrive, the
+ * first names (at most that many) and the class shown now.
  * @param {PointArrays | null} p
  * @param {string[]} names
  * @param {number} current  the filter's class, -1 for all
@@ -119,6 +120,11 @@ export function classOptions(p, names, current) {
   const k = p ? p.n_classes : names.length;
   const text = (/** @type {number} */ c) => names[c] ?? `class ${c}`;
   if (k <= MENU_CLASSES) return Array.from({ length: k }, (_, c) => [String(c), text(c)]);
+  if (!p) {
+    const first = Array.from({ length: MENU_CLASSES }, (_, c) => c);
+    if (current >= MENU_CLASSES) first.push(current);
+    return first.map((c) => [String(c), text(c)]);
+  }
   const counts = new Map();
   const label = /** @type {PointArrays} */ (p).label;
   for (let i = 0; i < label.length; i++) {

@@ -130,5 +130,9 @@ describe("classes past the palette", () => {
     assert.deepEqual(classOptions(many, [], 5).at(-1), ["5", "class 5"]);
     const spread = { ...big, label: Uint32Array.from({ length: MENU_CLASSES + 50 }, (_, i) => 5000 + i) };
     assert.equal(classOptions(spread, [], -1).length, MENU_CLASSES);
+    // before the points arrive: the first names, and the class shown now
+    const names = Array.from({ length: MENU_CLASSES + 5 }, (_, c) => `n${c}`);
+    assert.equal(classOptions(null, names, -1).length, MENU_CLASSES);
+    assert.deepEqual(classOptions(null, names, MENU_CLASSES + 3).at(-1), [String(MENU_CLASSES + 3), `n${MENU_CLASSES + 3}`]);
   });
 });
