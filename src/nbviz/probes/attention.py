@@ -38,13 +38,12 @@ tokens: 128 KiB) and per sample and head three float32 statistics.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import types
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -53,18 +52,22 @@ import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from nbviz.probes.module_hooks import ModuleStack, inert
+
 __all__ = [
     "HEAD_STATS",
     "MAX_SAMPLES",
     "MAX_TOKENS",
     "AttentionCall",
     "AttentionCalls",
-    "ModuleStack",
     "head_statistics",
     "mha_with_heads",
     "record_attention",
     "sdpa_weights",
 ]
+
+#: Models saved by earlier versions unpickle their naming hooks through this name.
+_inert = inert
 
 #: At most this many samples of the probe batch are recorded.
 MAX_SAMPLES = 8
@@ -426,68 +429,6 @@ def call_model(model: nn.Module, inputs: Any) -> Any:
     if isinstance(inputs, dict):
         return model(**inputs)
     return model(inputs)
-
-
-@dataclass
-class ModuleStack:
-    """The names of the modules running, innermost last, kept by hooks on the modules.
-
-    Hooks are global state on someone else's model: :meth:`remove` takes off every
-    hook :meth:`attach` added (the pop hooks run even when a forward raises). Each
-    hook is inert in a copy of the model (``copy.deepcopy``, ``torch.save``), so a
-    stack left attached between forwards names nothing of a copy's and never stops
-    the model being saved whole.
-    """
-
-    names: list[str] = field(default_factory=lambda: [""])
-    handles: list[Any] = field(default_factory=list)
-
-    def attach(self, model: nn.Module, names: dict[int, str]) -> None:
-        """Hooks on each module of ``model`` named in ``names`` (``id(module) -> name``)."""
-        stack = self.names
-        pop = _NamingHook(_pop_name, stack)
-        for m in model.modules():
-            name = names.get(id(m))
-            if name is None:
-                continue
-            self.handles.append(m.register_forward_pre_hook(_NamingHook(_push_name, stack, name)))
-            self.handles.append(m.register_forward_hook(pop, always_call=True))
-
-    def remove(self) -> None:
-        for h in self.handles:
-            h.remove()
-        self.handles.clear()
-        del self.names[1:]
-
-    def innermost(self) -> str:
-        return self.names[-1]
-
-
-def _push_name(stack: list[str], name: str, *_: Any) -> None:
-    stack.append(name)
-
-
-def _pop_name(stack: list[str], *_: Any) -> None:
-    if len(stack) > 1:
-        stack.pop()
-
-
-def _no_hook(*_: Any) -> None:
-    """What a naming hook becomes in a copy of the model: nothing."""
-
-
-def _inert() -> Callable[..., None]:
-    return _no_hook
-
-
-class _NamingHook(functools.partial):
-    """A :class:`ModuleStack` hook; a copy of the model (deepcopy, pickle) gets a no-op."""
-
-    def __deepcopy__(self, memo: dict) -> Callable[..., None]:
-        return _no_hook
-
-    def __reduce__(self) -> tuple[Callable[[], Callable[..., None]], tuple]:
-        return _inert, ()
 
 
 def record_attention(

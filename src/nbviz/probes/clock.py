@@ -45,8 +45,8 @@ import torch
 from torch import nn
 
 from nbviz.probes import stats as st
-from nbviz.probes.heads import padding_mask
 from nbviz.probes.outputs import find_tensor
+from nbviz.probes.padding import one_sequence, padding_mask
 
 
 class StepClock:
@@ -182,7 +182,7 @@ class StepClock:
             mask = self._mask
             if mask is None and kwargs:
                 mask = padding_mask(kwargs.get("attention_mask"))
-                if mask is not None and not _one_sequence(root):
+                if mask is not None and not one_sequence(root):
                     self._note_mask_unread()
                     mask = None
             self._forward_mask = mask
@@ -282,17 +282,3 @@ def _autocast_query(device_type: str) -> Callable[[], bool]:
 
 #: Runs a callable once the backward pass in progress has finished.
 _queue_engine_callback = torch.autograd.Variable._execution_engine.queue_callback
-
-
-def _one_sequence(root: nn.Module) -> bool:
-    """Whether ``root``'s ``attention_mask`` is the mask of every ``(batch, tokens)``
-    tensor it makes: a Hugging Face model (its ``config``) of one stack. Not an
-    encoder-decoder, whose mask is its encoder's (its decoder's tokens are others,
-    maybe as many), nor a model of several configs (text beside images: CLIP, LLaVA),
-    nor a model nbviz cannot read, where another sequence may have the same length."""
-    config = getattr(root, "config", None)
-    if config is None or not hasattr(config, "to_dict"):
-        return False
-    return not getattr(config, "is_encoder_decoder", False) and not getattr(
-        config, "sub_configs", None
-    )

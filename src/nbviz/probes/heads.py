@@ -49,7 +49,7 @@ torch's always-called hooks do not run) leaves the mode entered: it sees no call
 made outside that forward, and the next forward of the model ends it.
 With ``probe.set_mask(mask)``, ``(batch, tokens)`` (else the ``attention_mask`` the
 forward was given by keyword, where it is ``(batch, tokens)`` of 0/1 or booleans and the
-model is a Hugging Face model of one stack: see ``clock._one_sequence``), a call
+model is a Hugging Face model of one stack: see :func:`nbviz.probes.padding.one_sequence`), a call
 whose batch and query positions are the mask's is measured over the real tokens'
 queries only (padded queries still attend to the real keys, so they would not make a
 head look dead, but they would weigh in its RMS and peak); a call of another shape (a
@@ -73,9 +73,9 @@ from nbviz.probes.attention import (
     _SDPA,
     SEEN_CALLS,
     AttentionCalls,
-    ModuleStack,
     mha_with_heads,
 )
+from nbviz.probes.module_hooks import ModuleStack
 
 __all__ = [
     "NEAR_ZERO",
@@ -86,7 +86,6 @@ __all__ = [
     "head_layer",
     "head_reductions",
     "head_stats",
-    "padding_mask",
 ]
 
 #: A head's value counts as ~0 below this fraction of the call's output RMS (or at 0).
@@ -483,19 +482,6 @@ def _leave(mode: TorchFunctionMode) -> None:
     finally:
         for other in reversed(above):
             torch._C._push_on_torch_function_stack(other)
-
-
-def padding_mask(value: Any) -> torch.Tensor | None:
-    """A forward's ``attention_mask`` as the real tokens' mask: ``(batch, tokens)`` of
-    booleans or 0/1 integers (Hugging Face's), True where a token is real; None for
-    anything else (an additive float mask, a 4-d one)."""
-    if not isinstance(value, torch.Tensor) or value.dim() != 2:
-        return None
-    if value.dtype == torch.bool:
-        return value
-    if value.is_floating_point() or value.is_complex():
-        return None
-    return value != 0
 
 
 def head_stats(

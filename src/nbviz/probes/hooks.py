@@ -21,7 +21,6 @@ adds no Python frame.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -30,7 +29,10 @@ from torch import nn
 
 from nbviz.probes import finite
 from nbviz.probes.heads import HeadStats
+from nbviz.probes.module_hooks import InertHook as _Hook
+from nbviz.probes.module_hooks import inert
 from nbviz.probes.outputs import describe, find_tensor, path_text
+from nbviz.probes.padding import masked
 from nbviz.probes.select import unit_dim
 from nbviz.probes.sentinel import Sentinel
 from nbviz.probes.stats import StepCapture
@@ -271,31 +273,5 @@ class ModuleHooks:
             add(slot, value)
 
 
-def masked(x: torch.Tensor, mask: torch.Tensor, ud: int | None) -> tuple[torch.Tensor, int | None]:
-    """The positions of ``x`` (batch, tokens, ...) where ``mask`` is True, as (kept, ...),
-    and the unit dimension there (one less; None where it was batch or tokens)."""
-    return x[mask], (ud - 1 if ud is not None and ud >= 2 else None)
-
-
-def _noop(*args: Any) -> None:
-    """What a probe's hook becomes in a copy of the model: nothing."""
-
-
-class _Hook(partial):
-    """A probe's hook on a module or an optimizer, inert in a copy of it.
-
-    ``copy.deepcopy(model)`` (an EMA or best-model snapshot) and ``torch.save(model)``
-    copy the hooks with the model: the copy must not be recorded as the watched
-    model, nor carry the probe and its run along (which cannot be copied). A
-    ``partial``, so that calling it adds no Python frame to the hot path.
-    """
-
-    def __deepcopy__(self, memo: dict) -> Callable[..., None]:
-        return _noop
-
-    def __reduce__(self) -> tuple[Callable[[], Callable[..., None]], tuple]:
-        return _inert, ()  # unpickled as _noop
-
-
-def _inert() -> Callable[..., None]:
-    return _noop
+#: Models saved by earlier versions unpickle their hooks through this name.
+_inert = inert
