@@ -88,7 +88,7 @@ def test_probes_leave_transformer_outputs_and_gradients_bitwise_equal(kind, atte
     plain = make()
     watched = copy.deepcopy(plain)
     out_a, grad_a = train(kind, plain, 5)
-    options = {"attention": batches(1, seed=9)[0][0][:2]} if attention else {}
+    options = {"attention": batches(1, seed=9)[0][0][:2], "hist_every": 1} if attention else {}
     with nbviz.Run(tmp_path / "run") as run:
         out_b, grad_b = train(kind, watched, 5, run, mask=True, every=1, **options)
         recorded = run.steps("activation")
@@ -128,7 +128,7 @@ def test_gpt_attention_maps_equal_softmax_of_q_and_k(tmp_path):
     torch.testing.assert_close(calls[1].weights, expected, rtol=1e-5, atol=1e-6)
     # stored as float16 in the run, read back per step
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=1, attention=ids)
+        probe = run.watch(model, every=1, attention=ids, hist_every=1)
         opt = torch.optim.SGD(model.parameters(), lr=0.0)
         for step, (x, y) in enumerate(lm_batches(2)):
             opt.zero_grad()

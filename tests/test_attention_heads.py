@@ -355,7 +355,7 @@ def test_both_views_flag_a_layer_whose_heads_are_all_dead(tmp_path):
         _freeze_rows(p, slice(2 * WIDTH, 3 * WIDTH))  # every head's value projection
     probe_batch = gpt_batches(1, seed=5)[0][0][:2]
     with nbviz.Run(tmp_path / "run") as run:
-        train("gpt", model, 4, run, every=2, attention=probe_batch)
+        train("gpt", model, 4, run, every=2, hist_every=2, attention=probe_batch)
     done = nbviz.open_run(tmp_path / "run")
     maps = nbviz.AttentionMaps(done, live=False)
     assert maps.flags[:HEADS] == ["dead"] * HEADS
@@ -377,7 +377,7 @@ def test_attention_maps_show_each_heads_output_rms_a_dead_one_at_zero(tmp_path):
         _freeze_rows(p, slice(2 * WIDTH + dead * HEAD, 2 * WIDTH + (dead + 1) * HEAD))
     probe_batch = class_batches(1, seed=5)[0][0][:2]
     with nbviz.Run(tmp_path / "run") as run:
-        train("encoder", model, 4, run, every=2, attention=probe_batch)
+        train("encoder", model, 4, run, every=2, hist_every=2, attention=probe_batch)
     view = nbviz.AttentionMaps(nbviz.open_run(tmp_path / "run"), live=False)
     rms = np.asarray(array_from_payload(view.output_rms)).reshape(2, HEADS, 2)
     assert np.all(rms[0, dead] == 0.0)

@@ -136,7 +136,7 @@ def nan_run(path: Path, nan_at: int = 7, steps: int = 15) -> Path:
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with nbviz.Run(path, overwrite=True) as run:
         run.log_samples(xv.numpy(), yv.numpy())
-        with run.watch(model, every=1):
+        with run.watch(model, every=1, hist_every=1):
             for step in range(steps):
                 if step == nan_at:
                     with torch.no_grad():
@@ -217,7 +217,9 @@ def language_model_run(
     words = [f"w{i}" for i in range(config.vocab)]
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     with nbviz.Run(path) as run:
-        run.watch(model, every=every, attention=probe_ids, tokens=lambda i: words[i])
+        run.watch(
+            model, every=every, hist_every=every, attention=probe_ids, tokens=lambda i: words[i]
+        )
         lm_steps(run, model, opt, gen, steps, batch=8)
     return Path(path)
 

@@ -77,6 +77,19 @@ _SIGNAL_ALIASES = {
 #: (benchmarks/probe_overhead.py); a NaN is still reported at the exact step it appeared.
 DEFAULT_EVERY = 50
 DEFAULT_BINS = 64
+#: Histograms (and attention maps) are taken at most this often by default: at
+#: ``every=1`` binning a sample of every tensor each step costs the reference MLP and
+#: GPT-style model about a fifth of a step more than every 10th step does
+#: (benchmarks/probe_overhead.py), and a histogram changes little from one step to
+#: the next. ``hist_every=1`` asks for them at every step.
+MIN_HIST_EVERY = 10
+
+
+def default_hist_every(every: int) -> int:
+    """The histogram period for ``every`` when none is given: the smallest multiple of
+    ``every`` that is at least :data:`MIN_HIST_EVERY` (``every`` itself from 10 up)."""
+    return every * -(-MIN_HIST_EVERY // every)
+
 
 _COMPILED_MODULE = (
     "inside a torch.compile'd model, where hooks do not run: weights and parameter gradients only"
@@ -109,7 +122,9 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
 
     Create it with ``run.watch(model, ...)``; :mod:`nbviz.probes.clock` says how steps
     are counted. Parameters: ``every`` capture period (statistics, per-unit maps;
-    default 50); ``hist_every`` histogram period (default ``every``); ``bins``
+    default 50); ``hist_every`` histogram period (a multiple of ``every``; default
+    ``every``, or below 10 the smallest multiple of it that is at least 10:
+    :func:`default_hist_every`); ``bins``
     histogram bins, fixed per layer at its first capture; ``layers`` glob patterns / types /
     predicates selecting modules (default: all leaf modules but pass-throughs, modules
     with parameters of their own, and the outputs of the blocks of a stack of repeated
@@ -157,7 +172,7 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
                 raise ValueError(f"watch: {option} must be a positive integer, got {value!r}")
         if not isinstance(heads, bool):
             raise ValueError(f"watch: heads must be True or False, got {heads!r}")
-        hist_every = every if hist_every is None else hist_every
+        hist_every = default_hist_every(every) if hist_every is None else hist_every
         if not isinstance(hist_every, int) or hist_every < 1 or hist_every % every:
             raise ValueError(
                 f"watch: hist_every must be a positive multiple of every={every}, "
