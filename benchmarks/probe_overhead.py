@@ -178,7 +178,13 @@ class Group:
 
 
 def groups(only_nbviz: bool) -> list[Group]:
-    out = [Group({"nbviz defaults": nbviz_tool(), "nbviz every=1": nbviz_tool(every=1)}, True)]
+    nbviz = {
+        "nbviz defaults": nbviz_tool(),
+        # histograms every 10th step (the default below every=10), then at every step
+        "nbviz every=1": nbviz_tool(every=1),
+        "nbviz every=1, hist_every=1": nbviz_tool(every=1, hist_every=1),
+    }
+    out = [Group(nbviz, True)]
     if not only_nbviz:
         shared = SharedWandbRun()
         out += [
