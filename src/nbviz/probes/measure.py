@@ -25,7 +25,7 @@ import torch
 from nbviz.probes import distributed as dd
 from nbviz.probes import stats as st
 from nbviz.probes.histogram import HIST_PADDING, BinCache, HistState
-from nbviz.probes.tensor_stats import Scratch, real_view
+from nbviz.probes.tensor_stats import SCRATCH_MIN, Scratch, real_view
 
 
 class StepMeasure:
@@ -123,8 +123,7 @@ class StepMeasure:
                 # (in place: fresh model-sized temporaries cost page faults on CPU)
                 torch._foreach_sub_(self._prev, current)
                 update = torch._foreach_norm(self._prev)
-                torch._foreach_copy_(self._prev, current)
-                torch._foreach_sub_(self._prev, self._init)
+                self._distance_into_prev(current)
                 init_dist = torch._foreach_norm(self._prev)
                 extra.append(torch.stack([*init_dist, *update]))
                 capture.add_raw_many(
@@ -161,6 +160,26 @@ class StepMeasure:
             self._emit(results, norms)
             self._report_divergence(diverged)
         self._report_nonfinite(first_bad=first_bad, ranks=ranks)
+
+    def _distance_into_prev(self, current: list[torch.Tensor]) -> None:
+        """``current - init`` into ``_prev`` (its norm is the distance from init).
+
+        On the CPU a large parameter is subtracted straight into its buffer, one
+        pass less than a copy and an in-place subtraction (the reference MLP's
+        parameters: 0.55-0.62 ms against 0.75); the small ones, where a call per
+        parameter would cost more than the pass, and every parameter on an
+        accelerator, where the ``_foreach`` ops are fused, are done together.
+        """
+        rest: tuple[list, list, list] = ([], [], [])
+        for prev, cur, init in zip(self._prev, current, self._init, strict=True):
+            if prev.is_cpu and prev.numel() >= SCRATCH_MIN:
+                torch.sub(cur, init, out=prev)
+            else:
+                for side, t in zip(rest, (prev, cur, init), strict=True):
+                    side.append(t)
+        if rest[0]:
+            torch._foreach_copy_(rest[0], rest[1])
+            torch._foreach_sub_(rest[0], rest[2])
 
     def _record_attention(self) -> None:
         """The probe batch's attention maps, after this step's update (``attention=``)."""
