@@ -82,3 +82,14 @@ def count_vm_steps() -> Callable[[Any, Callable[[], Any]], tuple[int, Any]]:
 def vm_steps(count_vm_steps) -> Callable[[Any, Callable[[], Any]], int]:
     """``vm_steps(reader, action)``: only the steps of ``count_vm_steps``."""
     return lambda reader, action: count_vm_steps(reader, action)[0]
+
+
+@pytest.fixture(params=["cpu_checks", "branch_free"])
+def read_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test both ways a probe reads a tensor: CPU reads of 0-d results, and the
+    accelerators' branch-free path (``tensor_stats.cheap_to_read`` false)."""
+    if request.param == "branch_free":
+        from nbviz.probes import tensor_stats
+
+        monkeypatch.setattr(tensor_stats, "cheap_to_read", lambda t: False)
+    return request.param

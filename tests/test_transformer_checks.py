@@ -34,16 +34,6 @@ def findings_of(run, check: str):
 # ------------------------------------------------------------------ the statistic
 
 
-@pytest.fixture(params=["cpu_checks", "branch_free"])
-def read_path(request, monkeypatch):
-    """Both ways of reading a tensor: CPU reads of 0-d results, the accelerators' path."""
-    if request.param == "branch_free":
-        from nbviz.probes import tensor_stats
-
-        monkeypatch.setattr(tensor_stats, "cheap_to_read", lambda t: False)
-    return request.param
-
-
 def test_each_features_peak_is_recorded_for_sequence_outputs(tmp_path: Path, read_path) -> None:
     torch.manual_seed(0)
     model = GPT(CONFIG)

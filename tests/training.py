@@ -32,6 +32,13 @@ def random_batches(
         )
 
 
+def mlp() -> nn.Sequential:
+    """12 inputs, two ReLU layers of 32 units, 5 classes (``random_batches``' shapes)."""
+    return nn.Sequential(
+        nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 5)
+    )
+
+
 def named_mlp(*sizes: int, act: type[nn.Module] = nn.ReLU) -> nn.Sequential:
     """``fc1, act1, fc2, act2, ..., fcN``: named layers, no activation after the last."""
     layers: list[tuple[str, nn.Module]] = []
