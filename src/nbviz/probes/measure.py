@@ -170,16 +170,16 @@ class StepMeasure:
         parameter would cost more than the pass, and every parameter on an
         accelerator, where the ``_foreach`` ops are fused, are done together.
         """
-        rest: tuple[list, list, list] = ([], [], [])
+        together = []
         for prev, cur, init in zip(self._prev, current, self._init, strict=True):
             if prev.is_cpu and prev.numel() >= SCRATCH_MIN:
                 torch.sub(cur, init, out=prev)
             else:
-                for side, t in zip(rest, (prev, cur, init), strict=True):
-                    side.append(t)
-        if rest[0]:
-            torch._foreach_copy_(rest[0], rest[1])
-            torch._foreach_sub_(rest[0], rest[2])
+                together.append((prev, cur, init))
+        if together:
+            prevs, curs, inits = (list(side) for side in zip(*together, strict=True))
+            torch._foreach_copy_(prevs, curs)
+            torch._foreach_sub_(prevs, inits)
 
     def _record_attention(self) -> None:
         """The probe batch's attention maps, after this step's update (``attention=``)."""
