@@ -62,9 +62,9 @@ def test_batched_binning_reuses_its_constants_while_the_layout_repeats():
     cache = hg.BinCache()
     states = [known_range(0.0, 1.0), known_range(-1.0, 1.0)]
     like = torch.zeros(1)
-    first = cache.constants(states, [10, 20], like)
-    assert cache.constants(states, [10, 20], like) is first
-    assert cache.constants(states, [10, 21], like) is not first
+    first = cache.layout(states, [10, 20], like)
+    assert cache.layout(states, [10, 20], like) is first
+    assert cache.layout(states, [10, 21], like) is not first
 
 
 def test_nan_in_a_batched_sample_weighs_nothing():

@@ -173,28 +173,17 @@ class HistInput:
 
 
 class BinCache:
-    """Per-element constants of a step's batched binning, kept while the layout repeats.
+    """A step's binning layout and constants, kept while the layout repeats.
 
-    A step's histogram samples are binned in one pass against per-element
-    ``start``, ``scale`` and block ``offset`` values; those depend only on which
+    A step's histogram samples are binned in one pass against ``start``, ``scale``
+    and block ``offset`` values (:func:`bin_layout`); those depend only on which
     histograms are in the step, their sample sizes and ranges (fixed once known),
     so consecutive steps reuse them.
     """
 
     def __init__(self) -> None:
-        self._key: tuple | None = None
-        self._consts: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
         self._layout_key: tuple | None = None
         self._layout: BinLayout | None = None
-
-    def constants(
-        self, hists: list[HistState], sizes: list[int], like: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        key = (tuple(map(id, hists)), tuple(sizes), like.dtype, like.device)
-        if key != self._key or self._consts is None:
-            self._consts = bin_constants(hists, sizes, like)
-            self._key = key
-        return self._consts
 
     def layout(self, hists: list[HistState], sizes: list[int], like: torch.Tensor) -> BinLayout:
         """:func:`bin_layout`, reused while the step's histograms and sizes repeat."""
@@ -206,23 +195,34 @@ class BinCache:
 
 
 def bin_constants(
-    hists: list[HistState], sizes: list[int], like: torch.Tensor
+    hists: list[HistState],
+    sizes: list[int],
+    like: torch.Tensor,
+    which: list[int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per element: ``start`` (one bin below the range), ``1 / width`` (in ``like``'s
-    dtype), and the block's first bin (an integer tensor)."""
-    rows, firsts, first = [], [], 0
+    """Per element of the samples of ``which`` (indices into ``hists``, in that order;
+    default all): ``start`` (one bin below the range), ``1 / width`` (in ``like``'s
+    dtype), and the first bin of its histogram's block (block ``i`` for ``hists[i]``;
+    an integer tensor). ``sizes[i]`` is the number of elements of sample ``i``."""
+    firsts, total = [], 0
     for h in hists:
+        firsts.append(total)
+        total += h.bins + 2
+    which = list(range(len(hists))) if which is None else which
+    rows = []
+    for i in which:
+        h = hists[i]
         assert h.lo is not None and h.hi is not None
         width = (h.hi - h.lo) / h.bins
         rows.append((h.lo - width, 1.0 / width))
-        firsts.append(first)
-        first += h.bins + 2
-    counts = torch.tensor(sizes)
-    table = torch.tensor(rows, dtype=torch.float64)
+    counts = torch.tensor([sizes[i] for i in which], dtype=torch.int64)
+    table = torch.tensor(rows, dtype=torch.float64).reshape(-1, 2)
     per = torch.repeat_interleave(table, counts, dim=0)
     per = per.to(dtype=like.dtype, device=like.device)
-    index_dtype = torch.int32 if first < 2**31 else torch.int64
-    offset = torch.repeat_interleave(torch.tensor(firsts, dtype=index_dtype), counts)
+    index_dtype = torch.int32 if total < 2**31 else torch.int64
+    offset = torch.repeat_interleave(
+        torch.tensor([firsts[i] for i in which], dtype=index_dtype), counts
+    )
     return per[:, 0].contiguous(), per[:, 1].contiguous(), offset.to(like.device)
 
 
@@ -253,28 +253,7 @@ def bin_layout(hists: list[HistState], sizes: list[int], like: torch.Tensor) -> 
     """
     full = [i for i, n in enumerate(sizes) if n == HIST_SAMPLE]
     rest = [i for i, n in enumerate(sizes) if n != HIST_SAMPLE]
-    firsts, first = [], 0
-    for h in hists:
-        firsts.append(first)
-        first += h.bins + 2
-    index_dtype = torch.int32 if first < 2**31 else torch.int64
-
-    def consts(which: list[int], counts: list[int]) -> tuple[torch.Tensor, ...]:
-        rows = []
-        for i in which:
-            h = hists[i]
-            assert h.lo is not None and h.hi is not None
-            width = (h.hi - h.lo) / h.bins
-            rows.append((h.lo - width, 1.0 / width))
-        n = torch.tensor(counts, dtype=torch.int64)
-        table = torch.tensor(rows, dtype=torch.float64).reshape(-1, 2)
-        per = torch.repeat_interleave(table, n, dim=0).to(dtype=like.dtype, device=like.device)
-        offset = torch.repeat_interleave(
-            torch.tensor([firsts[i] for i in which], dtype=index_dtype), n
-        )
-        return per[:, 0].contiguous(), per[:, 1].contiguous(), offset.to(like.device)
-
-    start, scale, offset = consts(full, [1] * len(full))
+    start, scale, offset = bin_constants(hists, [1] * len(hists), like, full)  # one per row
     row_consts = (start[:, None], scale[:, None], offset[:, None])
-    rest_consts = consts(rest, [sizes[i] for i in rest])
-    return BinLayout(full + rest, len(full), row_consts, rest_consts)  # type: ignore[arg-type]
+    rest_consts = bin_constants(hists, sizes, like, rest)
+    return BinLayout(full + rest, len(full), row_consts, rest_consts)
