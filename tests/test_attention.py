@@ -88,9 +88,9 @@ def test_probes_leave_transformer_outputs_and_gradients_bitwise_equal(kind, atte
     plain = make()
     watched = copy.deepcopy(plain)
     out_a, grad_a = train(kind, plain, 5)
-    options = {"attention": batches(1, seed=9)[0][0][:2], "hist_every": 1} if attention else {}
+    options = {"attention": batches(1, seed=9)[0][0][:2]} if attention else {}
     with nbviz.Run(tmp_path / "run") as run:
-        out_b, grad_b = train(kind, watched, 5, run, mask=True, every=1, **options)
+        out_b, grad_b = train(kind, watched, 5, run, mask=True, every=1, hist_every=1, **options)
         recorded = run.steps("activation")
         steps_with_maps = run.attention_steps() if attention else []
         # each head's output was measured in those same forwards (nbviz.probes.heads)
@@ -270,7 +270,7 @@ def test_padding_is_left_out_of_the_statistics(tmp_path):
     seen = {}
     model.fc.register_forward_hook(lambda m, a, out: seen.update(fc=out.detach().clone()))
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=1)
+        probe = run.watch(model, every=1, hist_every=1)
         probe.set_mask(keep)
         F.cross_entropy(model(ids), torch.tensor([0, 1, 2, 0])).backward()
         run.log(0, train_loss=0.0)
@@ -302,7 +302,7 @@ def test_another_models_attention_mask_is_not_guessed_at_and_a_note_says_so(tmp_
     seen = {}
     model.fc.register_forward_hook(lambda m, a, out: seen.update(fc=out.detach().clone()))
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=1)
+        probe = run.watch(model, every=1, hist_every=1)
         out = model(ids, attention_mask=(ids != 0).long())
         F.cross_entropy(out, torch.tensor([0, 1, 2, 0])).backward()
         run.log(0, train_loss=0.0)
@@ -321,7 +321,7 @@ def test_each_gradient_takes_the_mask_of_the_forward_that_made_it(tmp_path):
     ids[0][:, 5:] = 0
     ids[1][:, 2:] = 0
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=1)
+        probe = run.watch(model, every=1, hist_every=1)
         loss = 0
         for x in ids:
             probe.set_mask(x != 0)

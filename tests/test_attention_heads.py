@@ -124,7 +124,7 @@ def test_sdpa_head_statistics_equal_a_recomputation_from_the_models_own_q_k_v(tm
     qkv_out: list[torch.Tensor] = []
     handle = attn.qkv.register_forward_hook(lambda m, a, out: qkv_out.append(out.detach()))
     with nbviz.Run(tmp_path / "run") as run:
-        train("gpt", model, 4, run, every=2)
+        train("gpt", model, 4, run, every=2, hist_every=2)
         got = stored(run, "blocks.1.attn/heads")
         meta = run.meta("heads")
     handle.remove()
@@ -175,7 +175,7 @@ def test_multihead_attention_head_statistics_equal_a_recomputation_from_its_proj
 
     handle = mha.register_forward_pre_hook(keep)
     with nbviz.Run(tmp_path / "run") as run:
-        train(kind, model, 3, run, every=1)
+        train(kind, model, 3, run, every=1, hist_every=1)
         got = stored(run, f"{name}/heads")
         meta = run.meta("heads")
     handle.remove()
@@ -221,7 +221,7 @@ def test_a_head_whose_value_projection_is_zero_reads_dead_and_the_others_do_not(
     for p in params:
         _freeze_rows(p, rows)
     with nbviz.Run(tmp_path / "run") as run:
-        train(kind, model, 6, run, every=2)
+        train(kind, model, 6, run, every=2, hist_every=2)
         got = stored(run, layer)
         rest = stored(run, other)
         findings = run.diagnose()
@@ -248,7 +248,7 @@ def test_head_statistics_leave_outputs_and_gradients_bitwise_equal(kind, tmp_pat
     watched = copy.deepcopy(plain)
     out_a, grad_a = train(kind, plain, 5)
     with nbviz.Run(tmp_path / "run") as run:
-        out_b, grad_b = train(kind, watched, 5, run, every=2)
+        out_b, grad_b = train(kind, watched, 5, run, every=2, hist_every=2)
         heads = run.meta("heads")
         layer = sorted(heads["layers"])[0]
         steps = run.unit_stats(layer, "head_rms")[0]
@@ -268,7 +268,7 @@ def test_nothing_watches_torch_calls_outside_captured_forwards(tmp_path):
     )
     hooks_before = sum(len(m._forward_pre_hooks) for m in model.modules())
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=3)
+        probe = run.watch(model, every=3, hist_every=3)
         train("gpt", model, 6)
         assert sum(len(m._forward_pre_hooks) for m in model.modules()) == hooks_before + 1
         probe.close()
@@ -281,7 +281,7 @@ def test_a_forward_that_raises_on_a_capture_step_leaves_no_mode_and_no_hook(tmp_
     model = small_gpt()
     before = {id(m): (len(m._forward_pre_hooks), len(m._forward_hooks)) for m in model.modules()}
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=1)
+        probe = run.watch(model, every=1, hist_every=1)
         with pytest.raises(ValueError, match="exceed the context"):
             model(torch.zeros(2, SMALL.context + 5, dtype=torch.long))
         assert torch._C._len_torch_function_stack() == 0
@@ -293,7 +293,7 @@ def test_a_forward_that_raises_on_a_capture_step_leaves_no_mode_and_no_hook(tmp_
 def test_only_attention_inside_the_watched_modules_is_measured(tmp_path):
     model = small_gpt()
     with nbviz.Run(tmp_path / "run") as run:
-        train("gpt", model, 2, run, every=1, layers=["blocks.1.*"])
+        train("gpt", model, 2, run, every=1, hist_every=1, layers=["blocks.1.*"])
         layers = run.recorded_layers("head_rms", table="unit_stats")
     assert layers == ["blocks.1.attn/heads"]
 
@@ -301,7 +301,7 @@ def test_only_attention_inside_the_watched_modules_is_measured(tmp_path):
 def test_no_head_statistics_without_activations(tmp_path):
     model = small_gpt()
     with nbviz.Run(tmp_path / "run") as run:
-        train("gpt", model, 2, run, every=1, signals=["gradients", "weights"])
+        train("gpt", model, 2, run, every=1, hist_every=1, signals=["gradients", "weights"])
         assert run.recorded_layers("head_rms", table="unit_stats") == []
         assert run.meta("heads") is None
 
@@ -318,7 +318,7 @@ def test_the_layer_browser_shows_each_attention_layers_heads_by_steps(tmp_path):
     for p in (qkv.weight, qkv.bias):
         _freeze_rows(p, slice(2 * WIDTH + dead * HEAD, 2 * WIDTH + (dead + 1) * HEAD))
     with nbviz.Run(tmp_path / "run") as run:
-        train("gpt", model, 6, run, every=2)
+        train("gpt", model, 6, run, every=2, hist_every=2)
     view = nbviz.LayerBrowser(nbviz.open_run(tmp_path / "run"), live=False)
     names = [r["name"] for r in view.layers]
     # right after its module's row, one level deeper
@@ -423,7 +423,7 @@ def test_a_three_dimensional_attention_call_shows_no_heads_and_is_left_out(tmp_p
     model = Flat()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with nbviz.Run(tmp_path / "run") as run:
-        run.watch(model, every=1)
+        run.watch(model, every=1, hist_every=1)
         for step, (x, y) in enumerate(class_batches(2)):
             loss = F.cross_entropy(model(x), y)
             opt.zero_grad()
@@ -437,7 +437,7 @@ def test_a_three_dimensional_attention_call_shows_no_heads_and_is_left_out(tmp_p
 def gpt_run(tmp_path_factory):
     path = tmp_path_factory.mktemp("hostile") / "run"
     with nbviz.Run(path) as run:
-        train("gpt", small_gpt(), 4, run, every=2)
+        train("gpt", small_gpt(), 4, run, every=2, hist_every=2)
     return path
 
 
@@ -500,7 +500,7 @@ def test_the_probes_own_statistics_are_not_handed_to_the_heads_mode(tmp_path, mo
     monkeypatch.setattr(heads_module._HeadsMode, "__torch_function__", counting)
     model = small_gpt()
     with nbviz.Run(tmp_path / "run") as run:
-        train("gpt", model, 2, run, every=1)
+        train("gpt", model, 2, run, every=1, hist_every=1)
         assert run.unit_stats("blocks.0.attn/heads", "head_rms")[0].tolist() == [0, 1]
         assert len(run.stats_at(1)) > 0
     # the model's own calls pass through the mode; the statistics' reductions do not

@@ -47,7 +47,7 @@ def test_a_keyboard_interrupt_mid_forward_leaves_no_mode_no_hook_and_records_not
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(0)
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=1)
+        probe = run.watch(model, every=1, hist_every=1)
         watched = hook_counts(model)
         stop["now"] = True
         with pytest.raises(KeyboardInterrupt):
@@ -111,7 +111,7 @@ def train_steps(run, model, steps, heads_at=None, first=0):
 def test_a_head_count_that_changes_is_refused_with_a_note_written_to_the_meta(tmp_path):
     model = Reshaped()
     with nbviz.Run(tmp_path / "run") as run:
-        run.watch(model, every=1)
+        run.watch(model, every=1, hist_every=1)
         train_steps(run, model, 5, heads_at=lambda s: 8 if s == 2 else 4)
         steps, rms = run.unit_stats("heads", "head_rms")
         meta = run.meta("heads")
@@ -159,7 +159,7 @@ def test_a_model_without_attention_runs_without_the_mode_until_its_modules_chang
     model = Mlp()
     modes = modes_seen(model)
     with nbviz.Run(tmp_path / "run") as run:
-        run.watch(model, every=1)
+        run.watch(model, every=1, hist_every=1)
         train_steps(run, model, 4)
         assert modes == [1, 0, 0, 0]  # the first captured forward saw no attention
         model.attn = Sdpa()  # a new module set: checked again
@@ -171,7 +171,7 @@ def test_a_model_without_attention_is_checked_again_after_recheck_captures(tmp_p
     model = Mlp()
     modes = modes_seen(model)
     with nbviz.Run(tmp_path / "run") as run:
-        run.watch(model, every=1)
+        run.watch(model, every=1, hist_every=1)
         train_steps(run, model, RECHECK + 2)
     assert [i for i, n in enumerate(modes) if n] == [0, RECHECK + 1]
 
@@ -185,7 +185,7 @@ def test_heads_false_leaves_the_mode_out(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(0)
     with nbviz.Run(tmp_path / "run") as run:
-        run.watch(model, every=1, heads=False)
+        run.watch(model, every=1, hist_every=1, heads=False)
         for step in range(2):
             run.log(step, train_loss=lm_step(model, opt, gen))
         assert run.meta("heads") is None
@@ -205,7 +205,7 @@ def test_a_child_compiled_on_its_own_never_runs_under_the_mode(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(0)
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=1)
+        probe = run.watch(model, every=1, hist_every=1)
         for step in range(2):
             run.log(step, train_loss=lm_step(model, opt, gen))
         assert any("blocks.1 torch.compile'd on its own" in n for n in probe.notes)

@@ -217,7 +217,7 @@ def test_the_encoders_layers_are_read_as_a_stack(tmp_path: Path) -> None:
     gen = torch.Generator().manual_seed(0)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     with nbviz.Run(tmp_path / "run") as run:
-        run.watch(model, every=2)
+        run.watch(model, every=2, hist_every=2)
         for step in range(6):
             x = torch.randint(0, 64, (4, 12), generator=gen)
             y = torch.randint(0, 4, (4,), generator=gen)
@@ -293,7 +293,7 @@ def test_watched_blocks_leave_outputs_and_gradients_bitwise_equal(kind, tmp_path
     watched = copy.deepcopy(plain)
     out_a, grad_a = _train(plain, batches, loss_fn)
     with nbviz.Run(tmp_path / "run") as run:
-        out_b, grad_b = _train(watched, batches, loss_fn, run, every=1)
+        out_b, grad_b = _train(watched, batches, loss_fn, run, every=1, hist_every=1)
         recorded = set(run.recorded_layers("activation"))
         steps = list(run.steps("activation"))
     assert {f"{stack}.{i}" for i in range(3)} <= recorded  # the blocks were watched
@@ -319,7 +319,7 @@ def test_the_checks_find_the_same_with_and_without_the_blocks(tmp_path: Path) ->
         plant(model)
         path = tmp_path / ("blocks" if layers is None else "leaves")
         with nbviz.Run(path) as run:
-            run.watch(model, every=5, layers=layers)
+            run.watch(model, every=5, hist_every=5, layers=layers)
             lm_steps(
                 run,
                 model,
@@ -356,7 +356,7 @@ def test_a_nan_inside_a_block_is_named_at_its_child_not_at_the_block(tmp_path: P
 
     gen = torch.Generator().manual_seed(1)
     with nbviz.Run(tmp_path / "run") as run:
-        run.watch(model, every=5)
+        run.watch(model, every=5, hist_every=5)
         lm_steps(
             run, model, torch.optim.SGD(model.parameters(), lr=0.0), gen, 4, batch=4, before=fault
         )
@@ -375,7 +375,7 @@ def test_a_dead_relu_in_a_residual_stage_is_one_finding(tmp_path: Path) -> None:
             model.stage[1].conv1.bias.fill_(-50.0)  # every unit of stage.1.act dead
         path = tmp_path / ("blocks" if layers is None else "leaves")
         with nbviz.Run(path) as run:
-            _train(model, batches * 2, loss_fn, run, every=1, layers=layers)
+            _train(model, batches * 2, loss_fn, run, every=1, hist_every=1, layers=layers)
         frame = nbviz.open_run(path).diagnose()
         return sorted(zip(frame["check"], frame["layer"]))
 

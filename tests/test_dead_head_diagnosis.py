@@ -38,7 +38,7 @@ def kill_first_group(attention: torch.nn.Module, opt: torch.optim.Optimizer | No
 
 def train(model: torch.nn.Module, path, steps: int = 12, kill_at: int | None = None) -> nbviz.Run:
     run = nbviz.Run(path)
-    run.watch(model, every=2)
+    run.watch(model, every=2, hist_every=2)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     gen = torch.Generator().manual_seed(1)
     for step in range(steps):

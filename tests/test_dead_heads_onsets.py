@@ -36,7 +36,7 @@ def kill(attention: torch.nn.Module, head: int, opt: torch.optim.Optimizer | Non
 
 def train(model, path, steps: int, kill_at: int | None = None, lr: float = 1e-3) -> nbviz.Run:
     run = nbviz.Run(path)
-    run.watch(model, every=2)
+    run.watch(model, every=2, hist_every=2)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(1)
     for step in range(steps):

@@ -57,7 +57,7 @@ def train(
     """The standard loop: forward, backward, optimizer.step(), run.log(step, train_loss=...)."""
     opt = optimizer or torch.optim.SGD(model.parameters(), lr=0.1)
     gen = torch.Generator().manual_seed(1)
-    run.watch(model, every=every)
+    run.watch(model, every=every, hist_every=every)  # per-unit maps at each capture too
     for step in range(steps):
         if before_step is not None:
             before_step(step)

@@ -1,4 +1,4 @@
-"""Per-head statistics at every=1: the naming hooks stay on between captured forwards,
+"""Per-head statistics at hist_every=1: the naming hooks stay on between measured forwards,
 record what they recorded when attached per capture, leave copies of the model alone and
 come off at close."""
 
@@ -52,7 +52,7 @@ def train(tmp_path, name: str, every: int) -> tuple[dict, nn.Module, nbviz.Run]:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(1)
     run = nbviz.Run(tmp_path / name)
-    probe = run.watch(model, every=every)
+    probe = run.watch(model, every=every, hist_every=every)
     for step in range(6):
         lm_step(model, opt, gen)
         run.log(step, loss=0.0)
@@ -76,7 +76,7 @@ def test_naming_hooks_stay_on_between_captures_and_come_off_at_close(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(1)
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=1)
+        probe = run.watch(model, every=1, hist_every=1)
         lm_step(model, opt, gen)
         after_one = hook_counts(model)
         for step in range(1, 4):
@@ -98,8 +98,28 @@ def test_every_other_step_takes_the_naming_hooks_off_after_each_capture(tmp_path
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(1)
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=2)
+        probe = run.watch(model, every=2, hist_every=2)
         watched = hook_counts(model)
         lm_step(model, opt, gen)
         assert hook_counts(model) == watched
         probe.close()
+
+
+def test_at_every_1_the_distributions_follow_hist_every_and_the_naming_hooks_come_off(tmp_path):
+    model = small_gpt()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    gen = torch.Generator().manual_seed(1)
+    with nbviz.Run(tmp_path / "run") as run:
+        probe = run.watch(model, every=1)  # hist_every: 10 by default
+        watched = hook_counts(model)
+        for step in range(21):
+            lm_step(model, opt, gen)
+            run.log(step, loss=0.0)
+            assert hook_counts(model) == watched  # no naming hooks left on between forwards
+        probe.close()
+        stats_steps = run.stats("activation", layer="blocks.0.mlp.fc")["step"].tolist()
+        unit_steps = run.unit_stats("blocks.0.mlp.fc", "zero_frac")[0].tolist()
+        peak_steps = run.unit_stats("blocks.0.mlp.fc", "max_abs")[0].tolist()
+        head_steps = run.unit_stats("blocks.0.attn/heads", "head_rms")[0].tolist()
+    assert stats_steps == list(range(21))
+    assert unit_steps == peak_steps == head_steps == [0, 10, 20]

@@ -57,7 +57,7 @@ def test_padded_queries_are_left_out_of_each_heads_statistics(told, tmp_path):
     attention = model.get_submodule(LAYER)
     handle = attention.register_forward_hook(lambda m, a, out: contexts.append(out[0].detach()))
     run = nbviz.Run(tmp_path / "run")
-    probe = run.watch(model, every=1)
+    probe = run.watch(model, every=1, hist_every=1)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     masks = []
     for step in range(3):
@@ -106,7 +106,7 @@ def test_an_encoder_decoders_mask_is_not_taken_for_its_decoders_tokens(tmp_path)
     out_proj = model.get_submodule("model.decoder.layers.0.self_attn.out_proj")
     handle = out_proj.register_forward_pre_hook(lambda m, a: heads_in.append(a[0].detach()))
     run = nbviz.Run(tmp_path / "run")
-    run.watch(model, every=1)
+    run.watch(model, every=1, hist_every=1)
     ids, mask, _ = padded(0)
     loss = model(input_ids=ids, attention_mask=mask.long(), labels=ids.flip(1)).loss
     loss.backward()
@@ -127,7 +127,7 @@ def test_the_attention_mask_leaves_padding_out_of_every_tokens_statistics(tmp_pa
     dense = model.get_submodule("bert.encoder.layer.0.intermediate.dense")
     dense.register_forward_hook(lambda m, a, out: seen.update(dense=out.detach()))
     run = nbviz.Run(tmp_path / "run")
-    run.watch(model, every=1)
+    run.watch(model, every=1, hist_every=1)
     ids, mask, labels = padded(0)
     loss = model(input_ids=ids, attention_mask=mask.long(), labels=labels).loss
     loss.backward()

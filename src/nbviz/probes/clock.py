@@ -22,9 +22,10 @@ that takes two): each pass is counted as a step and the weights do not change be
 most of them. The probe warns once (``probe.notes`` keeps it) and says to pass
 ``optimizer=``.
 A step is *captured* when its number is a multiple of
-``every``; histograms are taken every ``hist_every`` steps (a multiple of
-``every``; by default ``every``, or the first multiple of it from 10 up when ``every``
-is smaller). Whatever the period, the non-finite sentinel runs on every step.
+``every``; distributions (histograms, per-unit maps, per-head statistics) are taken
+every ``hist_every`` steps (a multiple of ``every``; by default ``every``, or the first
+multiple of it from 10 up when ``every`` is smaller). Whatever the period, the
+non-finite sentinel runs on every step.
 
 The clock listens to the root module's forward (a training forward may begin a
 step, and ends the one before when that one is complete), to the end of each
@@ -187,7 +188,7 @@ class StepClock:
                     self._note_mask_unread()
                     mask = None
             self._forward_mask = mask
-            if self._heads is not None:
+            if self._heads is not None and self._capture_hist:
                 self._heads.begin(root, mask)  # ended by an always-called hook (hooks.py)
         if not self._summary_written:
             self._root_calls += 1

@@ -1,7 +1,8 @@
 """Per-head statistics of attention outputs, from the training forward of a capture step.
 
 Where the module structure shows heads, each head's output is measured at every
-capture step (the activations' period, ``every``), nothing at the other steps:
+histogram step (``hist_every``: a distribution over heads, as the per-unit maps are
+over units), nothing at the other steps:
 
 * ``F.scaled_dot_product_attention``: its output is ``(batch, heads, tokens,
   head_dim)`` (a call on 3-d tensors, whose first dimension may hold batch and
@@ -34,11 +35,12 @@ count; 0.1 ms for 8 x 4 heads x 64 tokens x 32 on one CPU thread), kept on the
 device and copied to the host with the step's other statistics; the mode's
 dispatch of each of the model's own torch calls in the captured forward (a few
 microseconds each: the probe's hooks measure outside it, :meth:`HeadStats.aside`);
-hooks naming the modules, on during that forward only (at ``every=1``, where every
-training forward is captured, they stay on until the probe's hooks come off, a forward
+hooks naming the modules, on during that forward only (at ``hist_every=1``, where every
+training forward is measured, they stay on until the probe's hooks come off, a forward
 cut short, or the module set changes: attaching them cost more than they do idle).
-Measured in CPU time on one thread, a capture step of the reference GPT costs about 2%
-more (1.5 ms), the encoder's about 5% (4.5 ms), under 0.2% of training at ``every=50``.
+Measured in CPU time on one thread, a histogram step of the reference GPT costs about
+3-5% more (2-3 ms), the encoder's about 5-8% (5 ms), under 0.2% of training at
+``every=50``.
 A model whose captured forward made no attention call (an MLP, a CNN) pays it once:
 the mode stays off until its module set changes, or for :data:`RECHECK` captures.
 ``run.watch(model, heads=False)`` leaves it all out.
@@ -223,9 +225,9 @@ class _HeadsMode(AttentionCalls):
 
 
 class HeadStats:
-    """A probe's per-head statistics: on during captured forwards, rows at the step's end.
+    """A probe's per-head statistics: on during measured forwards, rows at the step's end.
 
-    ``begin(root)`` at the start of a captured training forward and ``end()`` after
+    ``begin(root)`` at the start of a histogram step's training forward and ``end()`` after
     it (also when it raised); ``take()`` the step's device tensor for the one host
     copy, ``rows(step, values)`` its ``unit_stats`` rows.
 
@@ -239,8 +241,8 @@ class HeadStats:
         self, model: nn.Module, prefix: str, watched: Sequence[str], keep_names: bool = False
     ) -> None:
         self._prefix = prefix
-        #: Leave the naming hooks on between captured forwards (``every=1``: every training
-        #: forward is captured, and attaching them costs more than they do when idle).
+        #: Leave the naming hooks on between measured forwards (``hist_every=1``: every
+        #: training forward is measured, and attaching them costs more than they do idle).
         self.keep_names = keep_names
         self._stack_for: tuple[int, ...] | None = None  # the module set the stack names
         self._names = {id(m): prefix + n for n, m in model.named_modules() if n}
@@ -485,9 +487,9 @@ def _leave(mode: TorchFunctionMode) -> None:
 
 
 def head_stats(
-    model: nn.Module, prefix: str, watched: Sequence[str], enabled: bool, every: int = 0
+    model: nn.Module, prefix: str, watched: Sequence[str], enabled: bool, hist_every: int = 0
 ) -> HeadStats | None:
     """The probe's per-head statistics (None unless ``enabled``: the probe records
-    activations, in one process, on a model that is not compiled). With ``every=1``
-    the naming hooks stay on between the captured forwards (see ``keep_names``)."""
-    return HeadStats(model, prefix, watched, keep_names=every == 1) if enabled else None
+    activations, in one process, on a model that is not compiled). With ``hist_every=1``
+    the naming hooks stay on between the measured forwards (see ``keep_names``)."""
+    return HeadStats(model, prefix, watched, keep_names=hist_every == 1) if enabled else None

@@ -166,7 +166,8 @@ class ModuleHooks:
         """A capture step's statistics of a watched output (they give the sentinel its
         value too)."""
         x = live.detach()
-        ud = self._unit_dims.get(name)
+        # per-unit maps are distributions, like histograms: taken every hist_every steps
+        ud = self._unit_dims.get(name) if self._capture_hist else None
         if ud is not None and (x.dim() <= ud or x.shape[ud] != self._shapes[name][ud]):
             ud = None  # the unit count changed: statistics only
         # (batch, tokens, features): each feature's peak too (massive activations)

@@ -77,11 +77,11 @@ _SIGNAL_ALIASES = {
 #: (benchmarks/probe_overhead.py); a NaN is still reported at the exact step it appeared.
 DEFAULT_EVERY = 50
 DEFAULT_BINS = 64
-#: Histograms (and attention maps) are taken at most this often by default: at
-#: ``every=1`` binning a sample of every tensor each step costs the reference MLP and
-#: GPT-style model about a fifth of a step more than every 10th step does
-#: (benchmarks/probe_overhead.py), and a histogram changes little from one step to
-#: the next. ``hist_every=1`` asks for them at every step.
+#: Distributions (histograms, per-unit maps, per-head statistics, attention maps) are
+#: taken at most this often by default: at ``every=1`` taking them at each step costs
+#: the reference MLP and GPT-style model a third to a half of a step more than every
+#: 10th step does (benchmarks/probe_overhead.py), and a distribution changes little
+#: from one step to the next. ``hist_every=1`` asks for them at every step.
 MIN_HIST_EVERY = 10
 
 
@@ -121,8 +121,9 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
     """Records activations, gradients and weights of ``model`` into a run.
 
     Create it with ``run.watch(model, ...)``; :mod:`nbviz.probes.clock` says how steps
-    are counted. Parameters: ``every`` capture period (statistics, per-unit maps;
-    default 50); ``hist_every`` histogram period (a multiple of ``every``; default
+    are counted. Parameters: ``every`` capture period (each tensor's statistics;
+    default 50); ``hist_every`` period of the distributions (histograms, per-unit maps,
+    per-head statistics and attention maps; a multiple of ``every``; default
     ``every``, or below 10 the smallest multiple of it that is at least 10:
     :func:`default_hist_every`); ``bins``
     histogram bins, fixed per layer at its first capture; ``layers`` glob patterns / types /
@@ -311,7 +312,7 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
             prefix,
             [n for n, _ in self.modules],
             enabled=heads and self._watch_acts and not self.compiled and dist is None,
-            every=every,
+            hist_every=hist_every,
         )
         compiled = compiled_children(model) if self._heads is not None else []
         if compiled:
