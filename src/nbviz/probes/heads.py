@@ -1,4 +1,4 @@
-"""Per-head statistics of attention outputs, from the training forward of a capture step.
+"""Per-head statistics of attention outputs, from the training forward of a histogram step.
 
 Where the module structure shows heads, each head's output is measured at every
 histogram step (``hist_every``: a distribution over heads, as the per-unit maps are
