@@ -96,7 +96,7 @@ def record_demo(
     started = time.perf_counter()
     step = 0
     with Run(out, config=config, name="digits demo", class_names=DIGIT_NAMES) as run:
-        run.watch(model, every=every, hist_every=every)  # a histogram at each capture
+        run.watch(model, every=every, hist_every=every)  # distributions at each capture
         gen = torch.Generator().manual_seed(seed)
         for epoch in range(epochs):
             model.train()

@@ -11,8 +11,8 @@ step's update and of the distance from the initial weights, and the sentinel's
 first bad steps join them, and everything goes to the host in one copy, to be
 written by :mod:`nbviz.probes.records`.
 
-Histograms (and the activations' per-unit maps) are taken every ``hist_every``
-steps; each (layer, signal) keeps one
+Histograms (and the activations' per-unit maps and heads' statistics) are taken
+every ``hist_every`` steps; each (layer, signal) keeps one
 :class:`~nbviz.probes.histogram.HistState`, its range fixed at its first capture.
 """
 

@@ -86,7 +86,7 @@ MIN_HIST_EVERY = 10
 
 
 def default_hist_every(every: int) -> int:
-    """The histogram period for ``every`` when none is given: the smallest multiple of
+    """The distributions' period for ``every`` when none is given: the smallest multiple of
     ``every`` that is at least :data:`MIN_HIST_EVERY` (``every`` itself from 10 up)."""
     return every * -(-MIN_HIST_EVERY // every)
 
