@@ -13,8 +13,12 @@ RunFileWarning, and that source's summaries stay as they were:
   last value, and the first and last non-finite step. Only the buckets that the
   new rows fall in are recomputed: the finest from the rows themselves, each
   coarser one from the 16 buckets below it, so the work per commit does not
-  grow with the run and a bucket is always exact (a step written again replaces
-  its old value in the sums);
+  grow with the run and a bucket always holds its rows (a step written again
+  replaces its old value in the sums). Layer statistics, written at every step
+  of a run captured at ``every=1``, take a cheaper way when a commit's rows all
+  lie above every earlier row (training moving forward): each level's buckets
+  add the new rows to what they hold, work in proportion to the new rows (the
+  sums then equal a recomputation's to rounding in their last bits);
 - **chunks** (``scalar_chunks``, ``scalar_bucket_chunks``): every scalar's rows and
   its buckets packed in blocks, for zooms (:mod:`nbviz.store.scalar_chunks`);
 - **step runs** (``step_runs``): the steps each source has rows at (``scalars``,
@@ -41,6 +45,7 @@ from nbviz.store.tables import LEVEL_WIDTHS
 __all__ = ["StepRuns", "Touched", "refresh", "rebuild_all"]
 
 _FAN = 16  # buckets of one level in a bucket of the next
+_UNREAD = object()  # Touched.stats_floor before it is read
 _FIN = "CASE WHEN abs({0}) < 1e999 THEN {0} END"  # the value if finite, else NULL
 # ``{0} // 16`` as Python floors it (SQLite's ``/`` truncates: step -1 is in bucket -1, not 0)
 _DIV = f"(({{0}} - ({{0}} < 0) * {_FAN - 1}) / {_FAN})"
@@ -92,25 +97,86 @@ FROM (SELECT {_DIV.format("bucket")} AS b, min(first_step) AS first, max(last_st
       GROUP BY b) AS g
 """
 
-_STAT_LEVEL0 = f"""
-INSERT OR REPLACE INTO stat_buckets
-SELECT 0, {_DIV.format("step")}, sid, min(step), max(step), count(*),
+#: A statistics bucket's columns after (level, bucket, sid), from its rows ...
+_FROM_ROWS = f"""min(step), max(step), count(*),
   sum({_FIN.format("mean")}), count({_FIN.format("mean")}),
   sum({_FIN.format("std")}), count({_FIN.format("std")}),
   min(min), max(max), max(norm),
   sum({_FIN.format("zero_frac")}), count({_FIN.format("zero_frac")}),
   sum({_FIN.format("rel")}), count({_FIN.format("rel")}),
-  sum(nonfinite)
+  sum(nonfinite)"""
+#: ... and from finer buckets
+_FROM_BUCKETS = """min(first_step), max(last_step), sum(n),
+  sum(mean_total), sum(mean_n), sum(std_total), sum(std_n), min(min), max(max), max(norm),
+  sum(zero_total), sum(zero_n), sum(rel_total), sum(rel_n), sum(nonfinite)"""
+
+_STAT_LEVEL0 = f"""
+INSERT OR REPLACE INTO stat_buckets
+SELECT 0, {_DIV.format("step")}, sid, {_FROM_ROWS}
 FROM layer_stats WHERE step BETWEEN :lo AND :hi GROUP BY {_DIV.format("step")}, sid
 """
 
 _STAT_LEVEL = f"""
 INSERT OR REPLACE INTO stat_buckets
-SELECT :level, {_DIV.format("bucket")}, sid, min(first_step), max(last_step), sum(n),
-  sum(mean_total), sum(mean_n), sum(std_total), sum(std_n), min(min), max(max), max(norm),
-  sum(zero_total), sum(zero_n), sum(rel_total), sum(rel_n), sum(nonfinite)
+SELECT :level, {_DIV.format("bucket")}, sid, {_FROM_BUCKETS}
 FROM stat_buckets WHERE level = :below AND bucket BETWEEN :lo AND :hi
 GROUP BY {_DIV.format("bucket")}, sid
+"""
+
+# -- adding new rows to the statistics buckets (see _merge_stats)
+
+_STAT_NEW_DDL = """CREATE TEMP TABLE IF NOT EXISTS stat_new(
+    bucket INTEGER, sid INTEGER, first_step INTEGER, last_step INTEGER, n INTEGER,
+    mean_total REAL, mean_n INTEGER, std_total REAL, std_n INTEGER, min REAL, max REAL,
+    norm REAL, zero_total REAL, zero_n INTEGER, rel_total REAL, rel_n INTEGER,
+    nonfinite INTEGER)"""
+
+#: The new rows (those above ``:floor``, or every row) in finest buckets of their own.
+_STAT_NEW = f"""
+INSERT INTO temp.stat_new
+SELECT {_DIV.format("step")} AS b, sid, {_FROM_ROWS}
+FROM layer_stats WHERE {{where}} GROUP BY b, sid
+"""
+
+
+def _nullable_sum(column: str) -> str:
+    """``column`` plus the new rows' value, NULL only where both are (as ``sum()`` gives)."""
+    return (
+        f"{column} = CASE WHEN excluded.{column} IS NULL THEN {column} "
+        f"WHEN {column} IS NULL THEN excluded.{column} ELSE {column} + excluded.{column} END"
+    )
+
+
+def _nullable_extreme(column: str, fn: str) -> str:
+    """The smaller (``fn='min'``) or larger of ``column`` and the new rows' value,
+    ignoring a NULL on either side (as the aggregate does)."""
+    return f"{column} = coalesce({fn}({column}, excluded.{column}), {column}, excluded.{column})"
+
+
+_MERGE_SET = ", ".join(
+    [
+        "first_step = min(first_step, excluded.first_step)",
+        "last_step = max(last_step, excluded.last_step)",
+        "n = n + excluded.n",
+        *(_nullable_sum(c) for c in ("mean_total", "mean_n", "std_total", "std_n")),
+        _nullable_extreme("min", "min"),
+        _nullable_extreme("max", "max"),
+        _nullable_extreme("norm", "max"),
+        *(_nullable_sum(c) for c in ("zero_total", "zero_n", "rel_total", "rel_n", "nonfinite")),
+    ]
+)
+
+
+def _stat_merge_sql(level: int) -> str:
+    """Add ``temp.stat_new`` to the ``stat_buckets`` of ``level``."""
+    fan = _FAN**level  # finest buckets in one of this level's
+    bucket = f"((bucket - (bucket < 0) * {fan - 1}) / {fan})"  # floor division, as _DIV
+    # (WHERE true: an upsert's SELECT needs a WHERE clause to parse)
+    return f"""
+INSERT INTO stat_buckets
+SELECT {level}, {bucket} AS b, sid, {_FROM_BUCKETS}
+FROM temp.stat_new WHERE true GROUP BY b, sid
+ON CONFLICT(level, bucket, sid) DO UPDATE SET {_MERGE_SET}
 """
 
 
@@ -144,6 +210,26 @@ class Touched:
     scalars: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
     stats: set[int] = field(default_factory=set)
     steps: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    #: The largest step ``layer_stats`` held before the batch's rows (None when empty),
+    #: read by :meth:`read_stats_floor`; ``_UNREAD`` until then.
+    stats_floor: Any = _UNREAD
+    stats_low: int | None = None  # the smallest step among the batch's statistics rows
+    stats_whole: bool = True  # every one of those steps an integer
+
+    def read_stats_floor(self, conn: sqlite3.Connection) -> None:
+        """Note the largest step ``layer_stats`` holds: call it before the batch's first
+        statistics row is inserted, inside the write transaction (``BEGIN IMMEDIATE``,
+        so that no other writer's rows come between the read and the inserts)."""
+        if self.stats_floor is _UNREAD:
+            self.stats_floor = conn.execute("SELECT max(step) FROM layer_stats").fetchone()[0]
+
+    def appends_stats(self) -> bool:
+        """Whether every statistics row of the batch lies above all rows before it: then
+        each bucket they fall in takes them as an addition (no row was replaced)."""
+        floor, low = self.stats_floor, self.stats_low
+        if floor is _UNREAD or low is None or not self.stats_whole:
+            return False
+        return floor is None or (type(floor) is int and low > floor)
 
     def note(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
         """Record the rows of ``table`` about to be written (in Writer.insert's order).
@@ -171,6 +257,10 @@ class Touched:
                         continue
                 if label == "stats":
                     self.stats.add(step // _FAN)
+                    if type(step) is not int:
+                        self.stats_whole = False
+                    elif self.stats_low is None or step < self.stats_low:
+                        self.stats_low = step
                 self.steps[f"{label}:{signal}"].add(step)
 
     def __bool__(self) -> bool:
@@ -207,13 +297,39 @@ def refresh_buckets(conn: sqlite3.Connection, touched: Touched) -> Problems:
             _up_levels(conn, _SCALAR_LEVEL, buckets, name=name)
         except Exception as exc:  # noqa: BLE001 - derived data: said, and the others go on
             problems.append((f"the buckets of scalar {name!r}", exc))
+    if not touched.stats:
+        return problems
     try:
-        for lo, hi in _ranges(touched.stats):
-            conn.execute(_STAT_LEVEL0, {"lo": lo * _FAN, "hi": hi * _FAN + _FAN - 1})
-        _up_levels(conn, _STAT_LEVEL, touched.stats)
+        if touched.appends_stats():
+            try:
+                _merge_stats(conn, touched.stats_floor)
+                return problems
+            except sqlite3.Error:
+                pass  # recomputed below, which also mends a merge left half done
+        _recompute_stats(conn, touched.stats)
     except Exception as exc:  # noqa: BLE001
         problems.append(("the buckets of the layer statistics", exc))
     return problems
+
+
+def _recompute_stats(conn: sqlite3.Connection, finest: set[int]) -> None:
+    """The statistics buckets ``finest`` falls in, each from its rows or its 16 children."""
+    for lo, hi in _ranges(finest):
+        conn.execute(_STAT_LEVEL0, {"lo": lo * _FAN, "hi": hi * _FAN + _FAN - 1})
+    _up_levels(conn, _STAT_LEVEL, finest)
+
+
+def _merge_stats(conn: sqlite3.Connection, floor: int | None) -> None:
+    """Add the statistics rows above ``floor`` (every row when None), all of them new, to
+    the buckets of each level: the rows are read once, into finest buckets of their own,
+    which each level adds up and merges into what it holds. Work in proportion to the
+    new rows, where recomputing reads every row of each finest bucket touched."""
+    conn.execute(_STAT_NEW_DDL)
+    conn.execute("DELETE FROM temp.stat_new")
+    where = "true" if floor is None else "step > :floor"
+    conn.execute(_STAT_NEW.format(where=where), {"floor": floor})
+    for level in range(len(LEVEL_WIDTHS)):
+        conn.execute(_stat_merge_sql(level))
 
 
 class StepRuns:

@@ -238,6 +238,8 @@ def _execute(state: _State, items: list[_Item], sizes: dict[str, list[int]]) -> 
         while j < len(items) and items[j].op == "insert" and items[j].table == item.table:
             j += 1
         rows = item.rows if j == i + 1 else [r for it in items[i:j] for r in it.rows]
+        if item.table == "layer_stats":
+            touched.read_stats_floor(state.conn)  # before the rows: see Touched.appends_stats
         touched.note(item.table, rows)
         if item.table not in sizes:
             sizes[item.table] = _chunk_sizes(state.conn, item.table)
@@ -294,7 +296,8 @@ def _loop(state: _State) -> None:
                 state.queue.clear()
             if not items:
                 return  # closing, and everything is committed
-            state.conn.execute("BEGIN")
+            # immediate: the batch reads what it adds to (Touched.read_stats_floor)
+            state.conn.execute("BEGIN IMMEDIATE")
             _execute(state, items, sizes)
             executed = items[-1].seq
             _commit(state)
