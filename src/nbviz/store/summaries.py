@@ -220,8 +220,12 @@ class Touched:
         """Note the largest step ``layer_stats`` holds: call it before the batch's first
         statistics row is inserted, inside the write transaction (``BEGIN IMMEDIATE``,
         so that no other writer's rows come between the read and the inserts)."""
-        if self.stats_floor is _UNREAD:
+        if self.stats_floor is not _UNREAD:
+            return
+        try:
             self.stats_floor = conn.execute("SELECT max(step) FROM layer_stats").fetchone()[0]
+        except sqlite3.Error:  # the buckets are then recomputed, as before this read existed
+            self.stats_floor, self.stats_whole = None, False
 
     def appends_stats(self) -> bool:
         """Whether every statistics row of the batch lies above all rows before it: then
