@@ -47,8 +47,15 @@ __all__ = ["StepRuns", "Touched", "refresh", "rebuild_all"]
 _FAN = 16  # buckets of one level in a bucket of the next
 _UNREAD = object()  # Touched.stats_floor before it is read
 _FIN = "CASE WHEN abs({0}) < 1e999 THEN {0} END"  # the value if finite, else NULL
-# ``{0} // 16`` as Python floors it (SQLite's ``/`` truncates: step -1 is in bucket -1, not 0)
-_DIV = f"(({{0}} - ({{0}} < 0) * {_FAN - 1}) / {_FAN})"
+
+
+def _floor_div(expr: str, by: int) -> str:
+    """SQL for ``expr // by`` as Python floors it (SQLite's ``/`` truncates: step -1 is in
+    bucket -1, not 0)."""
+    return f"(({expr} - ({expr} < 0) * {by - 1}) / {by})"
+
+
+_DIV = _floor_div("{0}", _FAN)  # ``{0} // 16``
 
 _SCALAR_COLUMNS = (
     "name, level, bucket, first_step, last_step, n, n_finite, total, min, min_step, "
@@ -131,12 +138,16 @@ _STAT_NEW_DDL = """CREATE TEMP TABLE IF NOT EXISTS stat_new(
     norm REAL, zero_total REAL, zero_n INTEGER, rel_total REAL, rel_n INTEGER,
     nonfinite INTEGER)"""
 
-#: The new rows (those above ``:floor``, or every row) in finest buckets of their own.
-_STAT_NEW = f"""
+#: The new rows (those above ``:floor``; every row, for a file that had none) in finest
+#: buckets of their own.
+_STAT_NEW, _STAT_ALL = (
+    f"""
 INSERT INTO temp.stat_new
 SELECT {_DIV.format("step")} AS b, sid, {_FROM_ROWS}
-FROM layer_stats WHERE {{where}} GROUP BY b, sid
+FROM layer_stats WHERE {where} GROUP BY b, sid
 """
+    for where in ("step > :floor", "true")
+)
 
 
 def _nullable_sum(column: str) -> str:
@@ -167,17 +178,17 @@ _MERGE_SET = ", ".join(
 )
 
 
-def _stat_merge_sql(level: int) -> str:
-    """Add ``temp.stat_new`` to the ``stat_buckets`` of ``level``."""
-    fan = _FAN**level  # finest buckets in one of this level's
-    bucket = f"((bucket - (bucket < 0) * {fan - 1}) / {fan})"  # floor division, as _DIV
-    # (WHERE true: an upsert's SELECT needs a WHERE clause to parse)
-    return f"""
+#: Per level, add ``temp.stat_new`` to its ``stat_buckets`` (``_FAN ** level`` finest
+#: buckets in one of the level's; WHERE true: an upsert's SELECT needs a WHERE to parse).
+_STAT_MERGE = tuple(
+    f"""
 INSERT INTO stat_buckets
-SELECT {level}, {bucket} AS b, sid, {_FROM_BUCKETS}
+SELECT {level}, {_floor_div("bucket", _FAN**level)} AS b, sid, {_FROM_BUCKETS}
 FROM temp.stat_new WHERE true GROUP BY b, sid
 ON CONFLICT(level, bucket, sid) DO UPDATE SET {_MERGE_SET}
 """
+    for level in range(len(LEVEL_WIDTHS))
+)
 
 
 def _ranges(ids: Iterable[int]) -> list[tuple[int, int]]:
@@ -224,8 +235,8 @@ class Touched:
             return
         try:
             self.stats_floor = conn.execute("SELECT max(step) FROM layer_stats").fetchone()[0]
-        except sqlite3.Error:  # the buckets are then recomputed, as before this read existed
-            self.stats_floor, self.stats_whole = None, False
+        except sqlite3.Error:
+            pass  # left unread: the buckets are recomputed, as before this read existed
 
     def appends_stats(self) -> bool:
         """Whether every statistics row of the batch lies above all rows before it: then
@@ -330,10 +341,12 @@ def _merge_stats(conn: sqlite3.Connection, floor: int | None) -> None:
     new rows, where recomputing reads every row of each finest bucket touched."""
     conn.execute(_STAT_NEW_DDL)
     conn.execute("DELETE FROM temp.stat_new")
-    where = "true" if floor is None else "step > :floor"
-    conn.execute(_STAT_NEW.format(where=where), {"floor": floor})
-    for level in range(len(LEVEL_WIDTHS)):
-        conn.execute(_stat_merge_sql(level))
+    if floor is None:
+        conn.execute(_STAT_ALL)
+    else:
+        conn.execute(_STAT_NEW, {"floor": floor})
+    for sql in _STAT_MERGE:
+        conn.execute(sql)
 
 
 class StepRuns:
