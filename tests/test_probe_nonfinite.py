@@ -99,7 +99,7 @@ def test_nonfinite_weights_and_gradients_are_counted_not_propagated(tmp_path, re
     model = mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=1)
+        probe = run.watch(model, every=1, hist_every=1)
 
         def poison(grad):
             grad = grad.clone()
@@ -124,3 +124,27 @@ def test_nonfinite_weights_and_gradients_are_counted_not_propagated(tmp_path, re
     assert weight["mean"] == pytest.approx(finite.mean(), rel=1e-5)
     assert weight["std"] == pytest.approx(finite.std(), rel=1e-4)
     assert weight["min"] == pytest.approx(finite.min()) and np.isfinite(grad["std"])
+
+
+def test_a_weight_gone_nonfinite_between_distributions_is_counted_in_its_update(tmp_path):
+    """At a capture without the weights' statistics (every=1: they come every 10th step),
+    the update of a weight that now holds NaN/Inf counts them, so the step is still told."""
+    torch.manual_seed(0)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(model, every=1)
+        for step, (x, y) in enumerate(random_batches(4)):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            if step == 2:
+                with torch.no_grad():
+                    model[4].weight[0, :3] = float("nan")  # what a bad update leaves
+            run.log(step, train_loss=1.0)
+        run.flush()
+        weight_steps = list(run.steps("weight"))
+        updates = run.stats("update", layer="4.weight").set_index("step")
+    assert weight_steps == [0]
+    assert updates.loc[1, "nonfinite"] == 0 and np.isfinite(updates.loc[1, "norm"])
+    assert updates.loc[2, "nonfinite"] == 3 and not np.isfinite(updates.loc[2, "norm"])

@@ -77,7 +77,7 @@ def test_logged_numbers_take_over_from_an_extra_training_pass(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     weights = {}
     with nbviz.Run(tmp_path / "run") as run:
-        run.watch(model, every=5)
+        run.watch(model, every=5, hist_every=5)
         check = nn.functional.cross_entropy(model(torch.randn(4, 12)), torch.tensor([0, 1, 2, 3]))
         check.backward()
         opt.zero_grad()
@@ -114,8 +114,8 @@ def test_two_models_in_one_run_are_told_apart_by_name(tmp_path, logs):
             run.watch(disc)
         with pytest.raises(ValueError, match="name must be a non-empty string.*got '.D'"):
             run.watch(disc, name=".D")
-        run.watch(gen, name="G", replace=True, every=5, optimizer=opt_g)
-        run.watch(disc, name="D", every=5, optimizer=opt_d)
+        run.watch(gen, name="G", replace=True, every=5, hist_every=5, optimizer=opt_g)
+        run.watch(disc, name="D", every=5, hist_every=5, optimizer=opt_d)
         seen = {}  # per step: norms of what each optimizer applied, and the weights after
         for step in range(11):
             fake = gen(torch.randn(16, 4))

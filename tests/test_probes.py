@@ -387,7 +387,7 @@ def test_unusual_parameters_and_batches_are_recorded_as_such(tmp_path, read_path
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     grads, rot_norms = {}, {}
     with nbviz.Run(tmp_path / "run") as run:
-        probe = run.watch(model, every=3)  # steps 1, 2, 4 take the sentinel's path alone
+        probe = run.watch(model, every=3, hist_every=3)  # steps 1, 2, 4: the sentinel alone
         for step in range(5):
             batch = 0 if step in (2, 3) else 6  # empty batches: a capture step and another
             opt.zero_grad()

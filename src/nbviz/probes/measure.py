@@ -18,6 +18,7 @@ every ``hist_every`` steps; each (layer, signal) keeps one
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -116,6 +117,9 @@ class StepMeasure:
         for measured in self._pgrad_parts.values():
             capture.add_measured(measured)
         self._pgrad_parts = {}
+        # the weights' own statistics and distance from init come with the distributions;
+        # the step's update (and the weight norm it is divided by) comes at every capture
+        weights = self._watch_weights and self._capture_hist
         if self._watch_weights:
             with torch.no_grad():
                 current = [p.detach() for _, p in self.params]
@@ -124,25 +128,31 @@ class StepMeasure:
                 # (in place: fresh model-sized temporaries cost page faults on CPU)
                 torch._foreach_sub_(self._prev, current)
                 update = torch._foreach_norm(self._prev)
-                self._distance_into_prev(current)
-                init_dist = torch._foreach_norm(self._prev)
-                extra.append(torch.stack([*init_dist, *update]))
-                capture.add_raw_many(
-                    [
-                        ((name, "weight"), w, self._hist_for(name, "weight"))
-                        for (name, _), w in zip(self.params, current, strict=True)
-                    ]
-                )
+                if weights:
+                    self._distance_into_prev(current)
+                    extra.append(torch.stack([*update, *torch._foreach_norm(self._prev)]))
+                    capture.add_raw_many(
+                        [
+                            ((name, "weight"), w, self._hist_for(name, "weight"))
+                            for (name, _), w in zip(self.params, current, strict=True)
+                        ]
+                    )
+                else:
+                    sizes = torch._foreach_norm([real_view(w) for w in current])
+                    extra.append(torch.stack([*update, *sizes]))
         heads = self._heads.take() if self._heads is not None else None
         if heads is not None:
             extra.append(heads)
         extra.append(self._sentinel.first_bad)
         if self._dist is not None:
-            extra.append(self._checksums_extra())
+            extra.append(self._checksums_extra(weights))
         flat, extras = capture.to_host(extra)
         self.captures += 1
         results = st.combine(capture.entries, flat)  # keyed by (layer, signal)
-        norms = extras[0] if self._watch_weights else None
+        norms = None
+        if self._watch_weights:
+            update, other = np.split(extras[0], [len(self.params)])
+            norms = ParamNorms(update, other if weights else None, None if weights else other)
         if self._dist is None:
             self._emit(results, norms)
             if heads is not None:
@@ -151,7 +161,7 @@ class StepMeasure:
             return
         if self._shard is not None:
             self._emit(results, norms, self._shard)  # this rank's own numbers
-        checksums = self._checksums(results, extras[-1])
+        checksums = self._checksums(results, extras[-1], weights)
         first_bad, ranks, diverged, same = dd.combine_ranks(
             self._dist, results, self._per_sample, extras[-2], checksums
         )
@@ -194,9 +204,10 @@ class StepMeasure:
         if grew:
             self._set_meta("attention", self._attention.meta())
 
-    def _checksums_extra(self) -> torch.Tensor:
-        """Sums and sums of squares of what rank 0's weight statistics do not cover."""
-        tensors = [] if self._watch_weights else [p.detach() for _, p in self.params]
+    def _checksums_extra(self, weights: bool) -> torch.Tensor:
+        """Sums and sums of squares of what rank 0's weight statistics do not cover
+        (every parameter at a capture without them)."""
+        tensors = [] if weights else [p.detach() for _, p in self.params]
         tensors += [b.detach() for _, b in self._buffers]
         if not tensors:
             return torch.zeros(0, dtype=torch.float64, device=self.device)
@@ -205,11 +216,11 @@ class StepMeasure:
             sq = [t.double().square().sum() for t in tensors]
         return torch.stack([torch.stack(sums), torch.stack(sq)]).to(self.device)
 
-    def _checksums(self, results: dict, extra: np.ndarray) -> np.ndarray:
+    def _checksums(self, results: dict, extra: np.ndarray, weights: bool) -> np.ndarray:
         """``(2, K)``: sum and sum of squares of every parameter, then every float buffer."""
         k = len(extra) // 2
         rows = extra.reshape(2, k) if k else np.zeros((2, 0))
-        if not self._watch_weights:
+        if not weights:
             return rows
         own = np.array(
             [
@@ -218,3 +229,13 @@ class StepMeasure:
             ]
         )
         return np.concatenate([own, rows], axis=1)
+
+
+@dataclass(frozen=True)
+class ParamNorms:
+    """Per parameter, in the probe's order: the step's update norm, and the distance from
+    init (with the weights' statistics) or else the weight norm (a capture without them)."""
+
+    update: np.ndarray
+    distance: np.ndarray | None
+    weight: np.ndarray | None

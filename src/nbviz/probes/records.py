@@ -18,11 +18,13 @@ import time
 from typing import Any, Protocol
 
 import numpy as np
+import torch
 from torch import nn
 
 from nbviz.probes import distributed as dd
 from nbviz.probes import stats as st
 from nbviz.probes.summary import model_summary
+from nbviz.probes.tensor_stats import real_view
 
 
 class Sink(Protocol):
@@ -48,12 +50,12 @@ class Records:
     _root_calls: int
     _divergence: dict[str, dict[str, Any]]  # several ranks: per tensor, steps it differed
 
-    def _emit(self, results: dict, norms: np.ndarray | None, sink: Any = None) -> None:
-        """Rows for the store. ``norms``: per parameter, distance from init then update norm."""
+    def _emit(self, results: dict, norms: Any, sink: Any = None) -> None:
+        """Rows for the store. ``norms``: the parameters' update norms and distances from init
+        or weight norms (a :class:`~nbviz.probes.measure.ParamNorms`), None without weights."""
         step = self._tag
         stats_rows: list[tuple] = []
-        n_par = len(self.params)
-        init_values = norms[:n_par] if norms is not None else None
+        distances = norms.distance if norms is not None else None
         param_index = {n: j for j, (n, _) in enumerate(self.params)}
         weight_norms = {
             layer: float(res.stats[2]) ** 0.5
@@ -71,9 +73,9 @@ class Records:
         for ((layer, signal), res), s in zip(results.items(), summaries, strict=True):
             # s: count, mean, std, min, max, zero_frac, nonfinite, norm
             rel = None
-            if signal == "weight" and init_values is not None:
+            if signal == "weight" and distances is not None:
                 j = param_index[layer]
-                rel = float(init_values[j]) / self._init_norm[j] if self._init_norm[j] else None
+                rel = float(distances[j]) / self._init_norm[j] if self._init_norm[j] else None
             stats_rows.append((step, layer, signal, *s, rel))
             if res.hist is not None:
                 hists.append((layer, signal, res, s[6]))
@@ -84,11 +86,13 @@ class Records:
         if norms is not None:
             nan = float("nan")
             for j, (name, p) in enumerate(self.params):
-                update_norm = float(norms[n_par + j])
-                wn = weight_norms.get(name)
+                update_norm = float(norms.update[j])
+                wn = weight_norms.get(name) if norms.weight is None else float(norms.weight[j])
                 rel = update_norm / wn if wn else None
                 # an update of a weight holding NaN/inf: as many non-finite values as it
-                bad = weight_bad.get(name, 0) if not np.isfinite(update_norm) else 0
+                bad = 0
+                if not np.isfinite(update_norm):
+                    bad = weight_bad.get(name, 0) if norms.weight is None else _nonfinite(p)
                 moments = (nan,) * 5  # mean, std, min, max, zero_frac: not of an update
                 stats_rows.append(
                     (step, name, "update", p.numel(), *moments, bad, update_norm, rel)
@@ -308,6 +312,13 @@ class Records:
             },
         )
         self._summary_written = bool(self._shapes) or force
+
+
+def _nonfinite(p: torch.Tensor) -> int:
+    """How many of a parameter's elements are NaN or infinite (read where its update
+    norm is not finite and no statistics of the weight were taken at that capture)."""
+    x = real_view(p.detach())
+    return x.numel() - int(torch.isfinite(x).sum())
 
 
 def _group_description(group: dict[str, Any]) -> dict[str, Any]:

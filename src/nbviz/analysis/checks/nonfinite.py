@@ -46,16 +46,21 @@ def first_nonfinite(run: Any, name: str) -> tuple[int, float] | None:
 
 
 def _bad_parameters(run: Any, names_: list[str], step: int) -> str:
-    """A sentence where some of ``names_`` (parameters) held NaN/Inf at the last weight
-    capture before ``step`` (taken after that step's update); '' where none did or none
-    was captured. One read of one step."""
+    """A sentence where some of ``names_`` (parameters) held NaN/Inf at the last capture
+    before ``step`` that tells (the weights' statistics, or the update's count of the
+    non-finite values it left: both taken after that step's update); '' where none did or
+    none was captured. One read of one step."""
     if not names_:
         return ""
-    before = [int(s) for s in run.steps("weight") if int(s) < step]
-    if not before:
+    last, signal = -1, ""
+    for sig in ("weight", "update"):
+        steps = np.asarray(run.steps(sig), dtype=np.int64)
+        i = int(np.searchsorted(steps, step)) - 1
+        if i >= 0 and int(steps[i]) > last:
+            last, signal = int(steps[i]), sig
+    if not signal:
         return ""
-    last = before[-1]
-    rows = run.stats("weight", steps=[last])
+    rows = run.stats(signal, steps=[last])
     rows = rows[rows["layer"].isin(names_) & (rows["nonfinite"] > 0)]
     if rows.empty:
         return ""
