@@ -150,10 +150,16 @@ def test_the_probe_captures_optimizer_steps_numbered_as_the_logged_steps(fitted)
     logged = run.scalars("global_step")
     assert logged["step"].tolist() == logged["value"].astype(int).tolist()
     assert logged["step"].tolist() == run.scalars("train_loss")["step"].tolist()
+    # the weights' own statistics come with the distributions (every 10th step here),
+    # the update at each capture, divided by the weight norm of that step
     weights = run.stats("weight", layer="net.0.weight")
-    assert weights["step"].tolist() == expected
+    assert weights["step"].tolist() == [s for s in expected if s % 10 == 0]
     for step, norm in zip(weights["step"], weights["norm"]):
         assert norm == pytest.approx(norms[int(step)], rel=1e-5), step
+    updates = run.stats("update", layer="net.0.weight")
+    assert updates["step"].tolist() == expected
+    for step, size, rel in zip(updates["step"], updates["norm"], updates["rel"]):
+        assert size / rel == pytest.approx(norms[int(step)], rel=1e-5), step
 
 
 def test_hyperparameters_are_the_runs_config(fitted):

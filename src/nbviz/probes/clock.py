@@ -22,10 +22,11 @@ that takes two): each pass is counted as a step and the weights do not change be
 most of them. The probe warns once (``probe.notes`` keeps it) and says to pass
 ``optimizer=``.
 A step is *captured* when its number is a multiple of
-``every``; distributions (histograms, per-unit maps, per-head statistics) are taken
-every ``hist_every`` steps (a multiple of ``every``; by default ``every``, or the first
-multiple of it from 10 up when ``every`` is smaller). Whatever the period, the
-non-finite sentinel runs on every step.
+``every``; distributions (histograms, per-unit maps, per-head statistics), and the
+weights' own statistics and distance from init, are taken every ``hist_every`` steps
+(a multiple of ``every``; by default ``every``, or the first multiple of it from 10 up
+when ``every`` is smaller). Whatever the period, the non-finite sentinel runs on
+every step.
 
 The clock listens to the root module's forward (a training forward may begin a
 step, and ends the one before when that one is complete), to the end of each

@@ -6,13 +6,16 @@ A step whose number is a multiple of ``every`` gets a
 watched module's output and each output gradient to it
 (:mod:`nbviz.probes.hooks`); after the backward, each parameter gradient is
 measured here (``.grad`` is final then, and a later ``zero_grad`` or clip may
-change it). When the step ends, the weights (now updated), the norms of the
-step's update and of the distance from the initial weights, and the sentinel's
-first bad steps join them, and everything goes to the host in one copy, to be
-written by :mod:`nbviz.probes.records`.
+change it). When the step ends, the norm of the step's update of each parameter
+(and the weight norm it is divided by) and the sentinel's first bad steps join
+them, and everything goes to the host in one copy, to be written by
+:mod:`nbviz.probes.records`.
 
 Histograms (and the activations' per-unit maps and heads' statistics) are taken
-every ``hist_every`` steps; each (layer, signal) keeps one
+every ``hist_every`` steps, and with them the weights' own statistics (now
+updated) and their distance from the initial weights: a step moves a weight by
+its update, which each capture has, and at ``every=1`` measuring every weight at
+every step cost the reference MLP a tenth of a step; each (layer, signal) keeps one
 :class:`~nbviz.probes.histogram.HistState`, its range fixed at its first capture.
 """
 

@@ -81,7 +81,10 @@ DEFAULT_BINS = 64
 #: taken at most this often by default: at ``every=1`` taking them at each step costs
 #: the reference MLP and GPT-style model a third to a half of a step more than every
 #: 10th step does (benchmarks/probe_overhead.py), and a distribution changes little
-#: from one step to the next. ``hist_every=1`` asks for them at every step.
+#: from one step to the next. ``hist_every=1`` asks for them at every step. The weights'
+#: own statistics and distance from init share this period: a step moves them by about
+#: the update, which every capture records (at every=1 on the reference MLP, measuring
+#: the weights at each step cost a tenth of a step more).
 MIN_HIST_EVERY = 10
 
 
@@ -123,7 +126,9 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
     Create it with ``run.watch(model, ...)``; :mod:`nbviz.probes.clock` says how steps
     are counted. Parameters: ``every`` capture period (each tensor's statistics;
     default 50); ``hist_every`` period of the distributions (histograms, per-unit maps,
-    per-head statistics and attention maps; a multiple of ``every``; default
+    per-head statistics and attention maps) and of the weights' own statistics and
+    distance from init (each capture takes each parameter's update; a multiple of
+    ``every``; default
     ``every``, or below 10 the smallest multiple of it that is at least 10:
     :func:`default_hist_every`); ``bins``
     histogram bins, fixed per layer at its first capture; ``layers`` glob patterns / types /

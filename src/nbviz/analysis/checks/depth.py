@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -131,10 +132,12 @@ def output_grad_norm(run: object, modules: list[str]) -> pd.DataFrame:
 
 
 def weight_gains(run: object, lay: ModelLayout, modules: list[str], step: int) -> dict[str, float]:
-    """``{module: rms(W) * sqrt(fan_in)}`` of each module's weight at ``step`` (where recorded)."""
+    """``{module: rms(W) * sqrt(fan_in)}`` of each module's weight at ``step`` (where
+    recorded; the weight capture nearest it, see :func:`weight_capture_near`)."""
     names = [f"{m}.weight" for m in modules]
     frame = param_stats(run, "weight", names)
-    frame = frame[frame["step"] == step] if not frame.empty else frame
+    at = weight_capture_near(run, step)
+    frame = frame[frame["step"] == at] if not frame.empty else frame
     out = {}
     for row in frame.itertuples(index=False):
         p = lay.param(row.layer)
@@ -145,6 +148,18 @@ def weight_gains(run: object, lay: ModelLayout, modules: list[str], step: int) -
         if math.isfinite(rms):
             out[p.module] = rms * math.sqrt(fan_in)
     return out
+
+
+def weight_capture_near(run: Any, step: int) -> int | None:
+    """The weight capture for ``step``: the latest at or before it, else the first after.
+
+    The weights' statistics come with the distributions (every ``hist_every`` steps),
+    so a step captured between two has none of its own; a step moves them little.
+    """
+    steps = np.asarray(run.steps("weight"), dtype=np.int64)
+    if not len(steps):
+        return None
+    return int(steps[max(int(np.searchsorted(steps, step, "right")) - 1, 0)])
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,9 @@ def _relative(
         rel = grads.copy()  # no weights recorded: compare raw norms
         weights = None
     else:
-        weights = weights.reindex(index=grads.index, columns=params)
+        # each step's latest weight capture: the weights' statistics come with the
+        # distributions (every hist_every steps), the gradients at every capture
+        weights = weights.reindex(index=grads.index, columns=params, method="ffill")
         rel = grads / weights.where(weights > 0)
     # a zero gradient is "no gradient" (stuck_weights / dead_units say why), not a scale
     rel = rel.where(grads > 0)

@@ -30,6 +30,7 @@ from nbviz.analysis.checks.depth import (
     activation_rms,
     feeds_normalisation,
     main_layers,
+    weight_capture_near,
     weight_gains,
 )
 from nbviz.analysis.checks.finding import Finding, fmt
@@ -103,11 +104,13 @@ def check(run: Any) -> list[Finding]:
 
 
 def _bias_rms(run: Any, module: str, step: int) -> float:
-    """Root mean square of ``module``'s bias at ``step`` (0 without one)."""
+    """Root mean square of ``module``'s bias at ``step`` (0 without one; the weight capture
+    nearest it, see :func:`~nbviz.analysis.checks.depth.weight_capture_near`)."""
     name = f"{module}.bias"
-    if name not in run.recorded_layers("weight"):
+    at = weight_capture_near(run, step)
+    if at is None or name not in run.recorded_layers("weight"):
         return 0.0
-    rows = run.stats("weight", layer=name, steps=[int(step)])
+    rows = run.stats("weight", layer=name, steps=[at])
     if rows.empty or not rows["count"].iloc[0]:
         return 0.0
     return float(rows["norm"].iloc[0]) / float(np.sqrt(rows["count"].iloc[0]))

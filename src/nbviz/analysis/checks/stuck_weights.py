@@ -153,7 +153,8 @@ def check(run: Any) -> list[Finding]:
             continue
         start = trailing_run_start(still)
         since = start if start is not None else 0
-        wnorm = w.set_index("step")["norm"].reindex(steps).to_numpy(dtype=np.float64)
+        # each capture's latest weight norm (the weights come every hist_every steps)
+        wnorm = w.set_index("step")["norm"].reindex(steps, method="ffill").to_numpy(np.float64)
         candidates.append(
             {
                 "param": p,
