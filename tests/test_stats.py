@@ -207,7 +207,7 @@ def test_a_non_finite_small_tensor_sends_the_batch_the_clean_way():
 
 @pytest.mark.parametrize("n", [1000, ts.SCRATCH_MIN, 3 * ts.SCRATCH_MIN + 5])
 def test_tensors_without_units_count_their_nonzero_values_exactly(n):
-    """Below and above the scratch buffer's size (where the count takes another way),
+    """Below and above the scratch buffer's size (where the signs go into the buffer),
     -0.0 counted as zero, measured clean (gradients) and raw (weights)."""
     torch.manual_seed(2)
     x = torch.randn(n)

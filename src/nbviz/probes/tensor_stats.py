@@ -232,12 +232,11 @@ def _finite_parts(
         scalars = [torch.dot(flat, flat), mn, mx]
         hist_in = HistInput(hist, flat, finite=True) if hist is not None else None
         return fields, scalars, vectors, hist_in
-    if big:  # 1.0 where nonzero in one write, summed: cheaper than a sign's dot with itself
-        ones = torch.ne(flat, 0, out=scratch.like(flat))
-        nonzero = ones.sum() if n < _EXACT_F32 else ones.sum(dtype=torch.float64)
-    else:
-        sign = flat.sign()
-        nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
+    # the signs' dot with itself counts the nonzero elements: on CPU a sign costs less to
+    # write than a 0/1 mask (ne) and sum (65K-262K elements: 12 and 33 us against 20
+    # and 40; the same from 1M up)
+    sign = torch.sign(flat, out=scratch.like(flat)) if big else flat.sign()
+    nonzero = torch.dot(sign, sign) if n < _EXACT_F32 else sign.abs_().sum(dtype=torch.float64)
     scalars = [flat.sum(), torch.dot(flat, flat), mn, mx, nonzero]
     hist_in = HistInput(hist, flat, finite=True) if hist is not None else None
     return (SUM, SUMSQ, MIN, MAX, NONZERO), scalars, vectors, hist_in
