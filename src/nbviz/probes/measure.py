@@ -141,8 +141,8 @@ class StepMeasure:
                         ]
                     )
                 else:
-                    sizes = torch._foreach_norm([real_view(w) for w in current])
-                    extra.append(torch.stack([*update, *sizes]))
+                    norms_now = torch._foreach_norm([real_view(w) for w in current])
+                    extra.append(torch.stack([*update, *norms_now]))
         heads = self._heads.take() if self._heads is not None else None
         if heads is not None:
             extra.append(heads)
