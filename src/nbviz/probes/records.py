@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
@@ -25,6 +25,9 @@ from nbviz.probes import distributed as dd
 from nbviz.probes import stats as st
 from nbviz.probes.summary import model_summary
 from nbviz.probes.tensor_stats import real_view
+
+if TYPE_CHECKING:
+    from nbviz.probes.measure import ParamNorms
 
 
 class Sink(Protocol):
@@ -50,9 +53,9 @@ class Records:
     _root_calls: int
     _divergence: dict[str, dict[str, Any]]  # several ranks: per tensor, steps it differed
 
-    def _emit(self, results: dict, norms: Any, sink: Any = None) -> None:
+    def _emit(self, results: dict, norms: ParamNorms | None, sink: Any = None) -> None:
         """Rows for the store. ``norms``: the parameters' update norms and distances from init
-        or weight norms (a :class:`~nbviz.probes.measure.ParamNorms`), None without weights."""
+        or weight norms, None without weights."""
         step = self._tag
         stats_rows: list[tuple] = []
         distances = norms.distance if norms is not None else None

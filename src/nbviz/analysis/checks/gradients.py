@@ -1,6 +1,6 @@
 """``vanishing_gradients`` and ``exploding_gradients``: gradient size by depth and over time.
 
-About 500 lines because the two checks read the same gradient matrices and the
+About 550 lines because the two checks read the same gradient matrices and the
 same backpropagated profile, and a layer's candidates of both kinds are ranked
 together; the per-layer signals by depth are already apart (:mod:`.depth`).
 
