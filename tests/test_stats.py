@@ -226,6 +226,36 @@ def test_tensors_without_units_count_their_nonzero_values_exactly(n):
             assert got[key] == pytest.approx(expected[key], rel=1e-5, abs=1e-6), (signal, key)
 
 
+def test_tensors_measured_without_zeros_have_no_zero_fraction_and_every_other_statistic():
+    """``zeros=False`` (a gradient between distribution steps): the zero fraction reads
+    NaN, "not measured", never 1.0 or 0.0; the rest is as with zeros; small tensors
+    measured together, large ones, and non-finite ones alike."""
+    torch.manual_seed(4)
+    tensors = {f"small {i}": torch.randn(40) for i in range(ts.BATCH_MIN)}
+    tensors["large"] = torch.randn(3 * ts.SCRATCH_MIN)
+    tensors["large"][::4] = 0.0
+    tensors["nan"] = torch.randn(500)
+    tensors["nan"][7] = float("nan")
+    for zeros in (True, False):
+        capture = st.StepCapture(BINS, ts.Scratch())
+        items = [(name, x, None) for name, x in tensors.items()]
+        for measured in capture.measure_clean_many(items, zeros=zeros):
+            capture.add_measured(measured)
+        capture.add_clean("large again", tensors["large"], zeros=zeros)
+        flat, _ = capture.to_host()
+        results = st.combine(capture.entries, flat)
+        for name, x in [*tensors.items(), ("large again", tensors["large"])]:
+            got = st.summarize(results[name].stats)
+            expected = expected_summary(x[torch.isfinite(x)])
+            if zeros:
+                assert got["zero_frac"] == pytest.approx(float((x == 0).double().mean()))
+            else:
+                assert np.isnan(got["zero_frac"]), name
+            assert got["nonfinite"] == int((~torch.isfinite(x)).sum()), name
+            for key in ("mean", "std", "min", "max", "norm"):
+                assert got[key] == pytest.approx(expected[key], rel=1e-5, abs=1e-6), (name, key)
+
+
 @pytest.mark.parametrize("kind", ["signed", "nonnegative", "all negative", "nan", "inf"])
 def test_unit_peaks_and_extremes_from_each_units_largest_and_smallest_value(kind):
     """Each unit's peak is max |x|, the tensor's min and max those of all its values;

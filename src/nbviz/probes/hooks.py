@@ -239,7 +239,10 @@ class ModuleHooks:
             grad = grad * self._grad_scale  # the gradient of the ranks' mean loss (DDP's)
         if mask is not None and grad.dim() >= 3 and grad.shape[:2] == mask.shape:
             grad = masked(grad, mask, None)[0]
-        capture.add_clean((name, "gradient"), grad, None, self._hist_for(name, "gradient"))
+        # zero fractions of gradients come with the distributions (no view reads them
+        # between): a pass over each output gradient saved at every other capture
+        hist = self._hist_for(name, "gradient")
+        capture.add_clean((name, "gradient"), grad, None, hist, zeros=self._capture_hist)
 
     def _check_grads(self) -> None:
         """The sentinel's values for the parameter gradients: one sum each (half the

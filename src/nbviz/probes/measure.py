@@ -110,7 +110,9 @@ class StepMeasure:
             index.append(j)
             items.append(((name, "gradient"), g.detach(), self._hist_for(name, "gradient")))
         # the small gradients (biases, norm scales) are measured together
-        for j, parts in zip(index, capture.measure_clean_many(items), strict=True):
+        # their zero fractions with the distributions, as for the outputs' gradients
+        measured = capture.measure_clean_many(items, zeros=self._capture_hist)
+        for j, parts in zip(index, measured, strict=True):
             self._pgrad_parts[j] = parts
             if check:
                 self._sentinel.add(base + j, parts[0].witness)

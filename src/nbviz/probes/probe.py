@@ -84,7 +84,9 @@ DEFAULT_BINS = 64
 #: from one step to the next. ``hist_every=1`` asks for them at every step. The weights'
 #: own statistics and distance from init share this period: a step moves them by about
 #: the update, which every capture records (at every=1 on the reference MLP, measuring
-#: the weights at each step cost a tenth of a step more).
+#: the weights at each step cost a tenth of a step more). So do the zero fractions of
+#: gradients, which no view shows between them (counting them at every capture cost the
+#: reference MLP and GPT-style model 5% of a step at every=1).
 MIN_HIST_EVERY = 10
 
 
@@ -126,8 +128,9 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
     Create it with ``run.watch(model, ...)``; :mod:`nbviz.probes.clock` says how steps
     are counted. Parameters: ``every`` capture period (each tensor's statistics;
     default 50); ``hist_every`` period of the distributions (histograms, per-unit maps,
-    per-head statistics and attention maps) and of the weights' own statistics and
-    distance from init (each capture takes each parameter's update; a multiple of
+    per-head statistics and attention maps), of the weights' own statistics and
+    distance from init (each capture takes each parameter's update) and of the
+    gradients' zero fractions (NaN between: not measured); a multiple of
     ``every``; default
     ``every``, or below 10 the smallest multiple of it that is at least 10:
     :func:`default_hist_every`); ``bins``

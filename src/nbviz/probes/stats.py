@@ -92,12 +92,14 @@ class StepCapture:
         unit_dim: int | None = None,
         hist: HistState | None = None,
         peaks: bool = False,
+        zeros: bool = True,
     ) -> Entry:
         """Statistics of a tensor that may be gone (or changed) when the step ends.
 
-        ``peaks``: with ``unit_dim``, also each unit's largest magnitude.
+        ``peaks``: with ``unit_dim``, also each unit's largest magnitude. Without
+        ``zeros`` the zero fraction is not measured (NaN on the host: "not measured").
         """
-        measured = self.measure_clean(slot, x, unit_dim, hist, peaks)
+        measured = self.measure_clean(slot, x, unit_dim, hist, peaks, zeros)
         self.add_measured(measured)
         return measured[0]
 
@@ -108,11 +110,14 @@ class StepCapture:
         unit_dim: int | None,
         hist: HistState | None,
         peaks: bool = False,
+        zeros: bool = True,
     ) -> Measured:
         """``add_clean``'s numbers without adding them yet (see ``add_measured``)."""
         x = real_view(x)
         peaks = peaks and unit_dim is not None
-        fields, scalars, vectors, hist_in = clean_parts(x, unit_dim, hist, self.scratch, peaks)
+        fields, scalars, vectors, hist_in = clean_parts(
+            x, unit_dim, hist, self.scratch, peaks, zeros
+        )
         units = x.shape[unit_dim] if unit_dim is not None else 0
         entry = Entry(slot, x.numel(), fields, units, hist, peaks=peaks)
         entry.witness = witness(x, fields, scalars)
@@ -120,7 +125,7 @@ class StepCapture:
         return entry, scalars, vectors
 
     def measure_clean_many(
-        self, items: list[tuple[Hashable, torch.Tensor, HistState | None]]
+        self, items: list[tuple[Hashable, torch.Tensor, HistState | None]], zeros: bool = True
     ) -> list[Measured]:
         """``measure_clean`` of several ``(slot, tensor, hist)``, without units.
 
@@ -128,13 +133,13 @@ class StepCapture:
         are measured together: the same numbers, in a few ops for all of them.
         """
         small = [i for i, (_, x, _) in enumerate(items) if ts.batchable(x)]
-        done = self._batch([items[i] for i in small]) if len(small) >= ts.BATCH_MIN else []
+        done = self._batch([items[i] for i in small], zeros) if len(small) >= ts.BATCH_MIN else []
         out: list[Measured | None] = [None] * len(items)
         for i, measured in zip(small if done else [], done, strict=True):
             out[i] = measured
         for i, (slot, x, hist) in enumerate(items):
             if out[i] is None:
-                out[i] = self.measure_clean(slot, x, None, hist)
+                out[i] = self.measure_clean(slot, x, None, hist, zeros=zeros)
         return out  # type: ignore[return-value]
 
     def add_raw_many(self, items: list[tuple[Hashable, torch.Tensor, HistState | None]]) -> None:
@@ -150,13 +155,16 @@ class StepCapture:
             self.add_raw(slot, x, hist)
 
     def _batch(
-        self, items: list[tuple[Hashable, torch.Tensor, HistState | None]]
+        self, items: list[tuple[Hashable, torch.Tensor, HistState | None]], zeros: bool = True
     ) -> list[Measured]:
         """Small finite CPU tensors measured together (none when one of them is not finite)."""
         parts = ts.batch_parts([x for _, x, _ in items])
         if parts is None:
             return []
         rows, flats = parts
+        if not zeros:  # counted in the same op as the rest: left out all the same
+            for row in rows:
+                row[ts.BATCH_FIELDS.index(NONZERO)] = math.nan
         fields = ts.BATCH_FIELDS
         mark = witness(flats[0], fields, [])  # all finite, on the CPU: a constant
         out: list[Measured] = []
@@ -365,6 +373,8 @@ def combine(entries: list[Entry], flat: np.ndarray) -> dict[Hashable, SlotResult
             stats[NONZERO] = vecs[0].sum()
             if SUM not in e.scalars:  # measured apart where a unit's sum is non-finite
                 stats[SUM] = vecs[1].sum()
+        elif e.known is None and NONZERO not in e.scalars:
+            stats[NONZERO] = math.nan  # not counted: the zero fraction is not measured
         if e.source is not None and not (math.isfinite(stats[MIN]) and math.isfinite(stats[MAX])):
             redo.append((i, e))
         parts[i] = (stats, vecs)

@@ -57,7 +57,9 @@ class LayerStatsQueries(ReaderBase):
         """layer_stats rows for one signal, sorted by step then layer.
 
         Columns: step, layer, signal, count, mean, std, min, max, zero_frac,
-        nonfinite, norm, rel. ``layer=None`` means every layer.
+        nonfinite, norm, rel. ``layer=None`` means every layer. NaN is "not
+        measured": a gradient's zero_frac between distribution steps, an update's
+        moments.
         """
         self._check_signal(signal)
         where, extra = self._step_filter(steps, step_range)
