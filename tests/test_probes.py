@@ -278,9 +278,10 @@ def test_recorded_statistics_match_the_tensors(tmp_path, read_path):
     assert weight["rel"] > 0
 
 
-def test_gradient_zero_fractions_come_with_the_distributions(tmp_path):
-    """Between distribution steps a gradient's zero fraction is not measured (NaN), its
-    other statistics are; at a distribution step it is the true fraction."""
+def test_zero_fractions_come_with_the_distributions(tmp_path):
+    """Between distribution steps a gradient's or an activation's zero fraction is not
+    measured (NaN), its other statistics are; at a distribution step it is the true
+    fraction."""
     torch.manual_seed(0)
     model = mlp()
     seen = {}
@@ -305,7 +306,8 @@ def test_gradient_zero_fractions_come_with_the_distributions(tmp_path):
         assert relu.loc[step, "norm"] == pytest.approx(np.sqrt((g**2).sum()), rel=1e-5)
     g = seen[4].double().numpy()
     assert relu.loc[4, "norm"] == pytest.approx(np.sqrt((g**2).sum()), rel=1e-5)
-    assert acts["zero_frac"].notna().all()  # activations' zero fractions: every capture
+    assert sorted(set(acts[acts["zero_frac"].notna()]["step"])) == [0, 3, 6]
+    assert acts["mean"].notna().all() and sorted(set(acts["step"])) == list(range(7))
 
 
 def test_module_used_twice_is_aggregated_over_its_calls(tmp_path):

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from training import mlp, random_batches, sgd_step
 
 import nbviz
+from nbviz.widgets.wire import array_from_payload
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -37,6 +39,31 @@ def test_layer_browser_table_matches_what_the_view_shows(demo_run) -> None:
     assert list(bars[0].x) == table["layer"].tolist()
     with pytest.raises(ValueError, match="metric must be one of .*got 'loss'"):
         view.figure("loss")
+
+
+def test_layer_browser_zero_fractions_are_those_of_the_distribution_steps(tmp_path) -> None:
+    """The probe measures activations' zero fractions with the distributions: the table's
+    value between two is the latest measured one, said to be from its step; the other
+    signs are from the step's own capture."""
+    torch.manual_seed(0)
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(model, every=1, hist_every=5)
+        for step, (x, y) in enumerate(random_batches(12)):
+            run.log(step, loss=sgd_step(model, opt, x, y))
+        run.flush()
+        view = nbviz.LayerBrowser(run, live=False)
+        view.step = 7
+        table = view.data().set_index("layer")
+        stored = run.stats("activation", steps=5).set_index("layer")["zero_frac"]
+        spark_steps = view.spark["zero_frac"]["steps"]
+        grad_steps = view.spark["grad_norm"]["steps"]
+    relu = table.loc["1"]
+    assert relu["zero_frac_step"] == 5 and relu["grad_norm_step"] == 7
+    assert relu["zero_frac"] == pytest.approx(stored["1"]) and 0 < relu["zero_frac"] < 1
+    assert array_from_payload(spark_steps).tolist() == [0, 5, 10]
+    assert array_from_payload(grad_steps).tolist() == list(range(12))
 
 
 def test_layer_browser_series_is_the_selected_layers_history(demo_run) -> None:

@@ -32,6 +32,8 @@ import { floorIndex } from "./steps.js";
  * @property {number} [width]
  * @property {number} [height]
  * @property {ArrayLike<number>} [bad]  non-finite count per step: red ticks, and words
+ * @property {[number, number]} [span]  the step axis' extent, when wider than `steps`'
+ *   (a series measured at some of the steps its neighbours have)
  */
 
 const M = { left: 52, right: 8, top: 6, bottom: 18 };
@@ -57,8 +59,10 @@ export function drawBandChart(canvas, chart) {
     ctx.fillText("nothing recorded yet", M.left, height / 2);
     return () => "";
   }
-  const x0 = steps[0];
-  const x1 = n > 1 ? steps[n - 1] : x0 + 1;
+  const span = chart.span;
+  const x0 = span ? Math.min(span[0], steps[0]) : steps[0];
+  const last = Math.max(steps[n - 1], span ? span[1] : steps[n - 1]);
+  const x1 = last > x0 ? last : x0 + 1;
   let lo = Number.POSITIVE_INFINITY;
   let hi = Number.NEGATIVE_INFINITY;
   const grow = (/** @type {ArrayLike<number>} */ v) => {

@@ -21,6 +21,11 @@ export function recordingCanvas() {
     fill() {},
     save() {},
     restore() {},
+    rect() {},
+    clip() {},
+    closePath() {},
+    setLineDash() {},
+    fillText() {},
     arc: (x, y) => marks.push({ kind: "dot", color: ctx.fillStyle, x, y }),
     fillRect: (x, y, w, h) => {
       const rect = { kind: "rect", color: ctx.fillStyle, x, y, w, h };

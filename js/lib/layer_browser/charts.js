@@ -49,12 +49,35 @@ function spread(s, color) {
 }
 
 /**
+ * The zero fraction at the captures that measured it: the probe takes it with the
+ * distributions, so the captures between hold NaN for "not measured" (a capture
+ * with non-finite values stays, for its mark).
+ * @param {any} s  a decoded detail series
+ * @returns {import("../bandchart.js").BandChart}
+ */
+export function zeroChart(s) {
+  const keep = [];
+  for (let i = 0; i < s.steps.length; i++) {
+    if (!Number.isNaN(s.zero_frac[i]) || s.nonfinite[i] > 0) keep.push(i);
+  }
+  const pick = (/** @type {ArrayLike<number>} */ a) => Float64Array.from(keep, (i) => a[i]);
+  const all = keep.length === s.steps.length;
+  const n = s.steps.length;
+  return {
+    steps: all ? s.steps : pick(s.steps),
+    lines: [{ label: "zero fraction", values: all ? s.zero_frac : pick(s.zero_frac), color: ORANGE }],
+    bad: all ? s.nonfinite : pick(s.nonfinite),
+    span: n ? [s.steps[0], s.steps[n - 1]] : undefined,
+  };
+}
+
+/**
  * The charts drawn for one detail series.
  * @param {any} s  a decoded detail series
  * @returns {Array<{title: string, chart: import("../bandchart.js").BandChart}>}
  */
 export function chartsFor(s) {
-  return chartsOf(s).map(({ title, chart }) => ({ title, chart: { ...chart, bad: s.nonfinite } }));
+  return chartsOf(s).map(({ title, chart }) => ({ title, chart: { bad: s.nonfinite, ...chart } }));
 }
 
 /**
@@ -67,7 +90,7 @@ function chartsOf(s) {
   if (s.signal === "activation") {
     return [
       { title: `${title}: mean, \u00b1std, min..max`, chart: spread(s, BLUE) },
-      { title: `${title}: zero fraction`, chart: { steps, lines: [{ label: "zero fraction", values: s.zero_frac, color: ORANGE }] } },
+      { title: `${title}: zero fraction`, chart: zeroChart(s) },
     ];
   }
   if (s.signal === "gradient") {

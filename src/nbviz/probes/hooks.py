@@ -175,9 +175,10 @@ class ModuleHooks:
         mask = self._forward_mask
         if mask is not None and x.dim() >= 3 and x.shape[:2] == mask.shape:
             x, ud = masked(x, mask, ud)
-        entry = capture.add_clean(
-            (name, "activation"), x, ud, self._hist_for(name, "activation"), peaks
-        )
+        # the zero fraction with the distributions (the layer table and the detail
+        # read it at those steps), as the per-unit one: a pass saved between them
+        hist = self._hist_for(name, "activation")
+        entry = capture.add_clean((name, "activation"), x, ud, hist, peaks, self._capture_hist)
         # the statistics tell finiteness too (of the positions kept: with a
         # mask, the sentinel takes the whole output's sum)
         self._sentinel.add(slot, entry.witness if x.shape == live.shape else finite.checksum(live))
@@ -239,8 +240,8 @@ class ModuleHooks:
             grad = grad * self._grad_scale  # the gradient of the ranks' mean loss (DDP's)
         if mask is not None and grad.dim() >= 3 and grad.shape[:2] == mask.shape:
             grad = masked(grad, mask, None)[0]
-        # zero fractions of gradients come with the distributions (no view reads them
-        # between): a pass over each output gradient saved at every other capture
+        # zero fractions of gradients come with the distributions too (no view reads
+        # them at all): a pass over each output gradient saved at every other capture
         hist = self._hist_for(name, "gradient")
         capture.add_clean((name, "gradient"), grad, None, hist, zeros=self._capture_hist)
 

@@ -84,9 +84,10 @@ DEFAULT_BINS = 64
 #: from one step to the next. ``hist_every=1`` asks for them at every step. The weights'
 #: own statistics and distance from init share this period: a step moves them by about
 #: the update, which every capture records (at every=1 on the reference MLP, measuring
-#: the weights at each step cost a tenth of a step more). So do the zero fractions of
-#: gradients, which no view shows between them (counting them at every capture cost the
-#: reference MLP and GPT-style model 5% of a step at every=1).
+#: the weights at each step cost a tenth of a step more). So do the layer zero fractions
+#: of activations and gradients (the views read them at those steps): counting the
+#: gradients' alone at every capture cost the reference MLP and GPT-style model 5% of a
+#: step at every=1.
 MIN_HIST_EVERY = 10
 
 
@@ -129,8 +130,8 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
     are counted. Parameters: ``every`` capture period (each tensor's statistics;
     default 50); ``hist_every`` period of the distributions (histograms, per-unit maps,
     per-head statistics and attention maps), of the weights' own statistics and
-    distance from init (each capture takes each parameter's update) and of the
-    gradients' zero fractions (NaN between: not measured); a multiple of
+    distance from init (each capture takes each parameter's update) and of the zero
+    fractions of activations and gradients (NaN between: not measured); a multiple of
     ``every``; default
     ``every``, or below 10 the smallest multiple of it that is at least 10:
     :func:`default_hist_every`); ``bins``

@@ -58,8 +58,8 @@ class LayerStatsQueries(ReaderBase):
 
         Columns: step, layer, signal, count, mean, std, min, max, zero_frac,
         nonfinite, norm, rel. ``layer=None`` means every layer. NaN is "not
-        measured": a gradient's zero_frac between distribution steps, an update's
-        moments.
+        measured": zero_frac between distribution steps (see ``Run.watch``'s
+        ``hist_every``), an update's moments.
         """
         self._check_signal(signal)
         where, extra = self._step_filter(steps, step_range)

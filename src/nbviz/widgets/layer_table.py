@@ -4,7 +4,9 @@ A row is a module of the model summary (qualified name, type, output shape,
 parameter count) or, without a summary, a module the probe recorded. Its signs
 of health are the activation zero fraction, the gradient norm (of the layer's
 weight, else of its output) and the update/weight ratio: as sparklines over
-about ``SPARK_POINTS`` captures, and as the value at the linked step. Beside
+about ``SPARK_POINTS`` captures, and as the value at the linked step. The zero
+fraction is measured with the distributions (:func:`metric_source`), the others
+at every capture. Beside
 each value goes the count of non-finite values it leaves out, so that a layer
 full of NaN reads as non-finite, never as a gradient norm of 0.
 """
@@ -23,6 +25,7 @@ __all__ = [
     "SPARK_POINTS",
     "head_layers",
     "layer_rows",
+    "metric_source",
     "recorded_layers",
     "sparklines",
     "values_at",
@@ -236,13 +239,23 @@ def main_weight(row: dict[str, Any]) -> str | None:
     return others[0] if len(others) == 1 else None
 
 
+def metric_source(index: Any, metric: str) -> str:
+    """Where the steps ``metric`` has values at are listed (a key of ``index.steps``):
+    its signal's captures; for the zero fraction, which the probe measures with the
+    distributions, the activations' histograms (a run without them: every capture)."""
+    signal = METRICS[metric][0]
+    if metric == "zero_frac" and len(index.steps(f"histograms:{signal}")):
+        return f"histograms:{signal}"
+    return signal
+
+
 def sparklines(run: Any, index: Any, rows: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
     """Per metric, sampled steps and a [rows, steps] matrix; and what was sampled, in words."""
     spark: dict[str, Any] = {}
     shown = 0
     total = 0
     for metric, (signal, column, _which) in METRICS.items():
-        steps = index.steps(signal)
+        steps = index.steps(metric_source(index, metric))
         sample = evenly(steps, SPARK_POINTS)
         matrix = np.full((len(rows), len(sample)), np.nan)
         bad = np.zeros((len(rows), len(sample)))
@@ -275,7 +288,7 @@ def values_at(run: Any, index: Any, rows: list[dict[str, Any]], step: int) -> di
     other parameters: a layer holding NaN never reads as finite)."""
     out: dict[str, Any] = {}
     for metric, (signal, column, _which) in METRICS.items():
-        at = index.capture_at(signal, step)
+        at = index.capture_at(metric_source(index, metric), step)
         values = np.full(len(rows), np.nan)
         bad = np.zeros(len(rows))
         if at is not None:

@@ -153,15 +153,22 @@ class RunIndex:
     # -- captures ------------------------------------------------------------------------
 
     def steps(self, signal: str) -> np.ndarray:
-        """Sorted steps with layer_stats rows for ``signal`` (int64)."""
+        """Sorted steps with layer_stats rows for ``signal`` (int64), or with histograms
+        of it for ``"histograms:<signal>"`` (the distributions' steps)."""
         with self.lock:
             steps = self._steps.get(signal)
             if steps is None:
-                steps = self._steps[signal] = np.asarray(self.run.steps(signal), dtype=np.int64)
+                steps = self._steps[signal] = self._read_steps(signal)
             return steps
 
+    def _read_steps(self, source: str) -> np.ndarray:
+        if source.startswith("histograms:"):
+            return np.asarray(self.run.recorded_steps(source), dtype=np.int64)
+        return np.asarray(self.run.steps(source), dtype=np.int64)
+
     def capture_at(self, signal: str, step: int) -> int | None:
-        """The latest capture of ``signal`` at or before ``step`` (None: none yet)."""
+        """The latest capture of ``signal`` at or before ``step`` (None: none yet);
+        ``signal`` as for :meth:`steps`."""
         steps = self.steps(signal)
         i = int(np.searchsorted(steps, step, "right")) - 1
         return int(steps[i]) if i >= 0 else None
@@ -190,7 +197,7 @@ class RunIndex:
                 grew |= self._add_scalars(self.run.scalars_after(after))
             # the runs of steps: a few rows, whatever the run's length
             for signal, known in list(self._steps.items()):
-                steps = np.asarray(self.run.steps(signal), dtype=np.int64)
+                steps = self._read_steps(signal)
                 if len(steps) != len(known):
                     self._steps[signal] = steps
                     grew = True
