@@ -177,6 +177,18 @@ def test_the_views_read_an_imported_run(logdir, tmp_path):
     nbviz.Histograms(run, signal="weights")
 
 
+def test_an_imported_runs_layer_table_claims_no_zero_fraction(tmp_path):
+    """Activation histograms alone (no statistics): the layer table names no step for
+    a zero fraction, though the probe measures it at the histograms' steps."""
+    with SummaryWriter(str(tmp_path / "tb")) as w:
+        for step in STEPS:
+            w.add_histogram("activations/fc1", _values(step), step)
+    run = nbviz.from_tensorboard(tmp_path / "tb", tmp_path / "run")
+    assert len(run.recorded_steps("histograms:activation")) == len(STEPS)
+    view = nbviz.LayerBrowser(run, live=False)
+    assert view.current["zero_frac"]["step"] == -1
+
+
 def test_importing_again_replaces_the_run(logdir, tmp_path):
     nbviz.from_tensorboard(logdir, tmp_path / "run").close()
     with SummaryWriter(str(tmp_path / "other")) as w:

@@ -242,10 +242,12 @@ def main_weight(row: dict[str, Any]) -> str | None:
 def metric_source(index: Any, metric: str) -> str:
     """Where the steps ``metric`` has values at are listed (a key of ``index.steps``):
     its signal's captures; for the zero fraction, which the probe measures with the
-    distributions, the activations' histograms (a run without them: every capture)."""
+    distributions, the activations' histograms (a run without them, or with histograms
+    alone such as an imported one: the captures)."""
     signal = METRICS[metric][0]
-    if metric == "zero_frac" and len(index.steps(f"histograms:{signal}")):
-        return f"histograms:{signal}"
+    source = f"histograms:{signal}"
+    if metric == "zero_frac" and len(index.steps(signal)) and len(index.steps(source)):
+        return source
     return signal
 
 
