@@ -1,0 +1,250 @@
+"""A layer after a checked output is checked through its parameters, and the sentinel
+still reports, per layer, exactly the first step its output was non-finite.
+
+The ground truth here is independent of the probe: hooks of the test's own that
+read ``torch.isfinite`` of every watched output on every step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+from reference_models import GPT, GPTConfig, next_token_loss, token_batch
+from torch import nn
+
+import nbviz
+from nbviz.probes import finite
+from nbviz.probes.hooks import MAX_VALUES
+
+BAD_STEP = 7
+STEPS = 12
+NAN, INF = float("nan"), float("inf")
+
+
+def small_gpt() -> nn.Module:
+    torch.manual_seed(0)
+    return GPT(GPTConfig(vocab=32, context=8, width=16, heads=2, blocks=4))
+
+
+def small_cnn() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3),
+        nn.ReLU(),
+        nn.Conv2d(4, 8, 3),
+        nn.GroupNorm(2, 8),
+        nn.Sequential(nn.Flatten(), nn.Linear(8 * 8 * 8, 5)),
+    )
+
+
+def deep_chain() -> nn.Module:
+    """Ten Linear + ReLU over tokens: each Linear's input is the ReLU's checked output."""
+    torch.manual_seed(0)
+    return nn.Sequential(*(m for _ in range(10) for m in (nn.Linear(16, 16), nn.ReLU())))
+
+
+def token_features(gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(4, 32, 16, generator=gen), torch.randn(4, 32, 16, generator=gen)
+
+
+def gpt_batches(gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    ids = token_batch(gen, 4, 9, 32)
+    return ids[:, :-1], ids[:, 1:]
+
+
+def image_batches(gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(6, 1, 12, 12, generator=gen), torch.randint(0, 5, (6,), generator=gen)
+
+
+MODELS = {
+    "gpt": (small_gpt, gpt_batches, next_token_loss),
+    "cnn": (small_cnn, image_batches, nn.functional.cross_entropy),
+    "chain": (deep_chain, token_features, nn.functional.mse_loss),
+}
+
+
+def set_nan(name: str, index: tuple[int, ...], value: float = NAN, via_data: bool = False):
+    """A planting: one element of parameter ``name`` set at the bad step (through
+    ``.data`` too, which leaves the parameter's version counter as it was)."""
+
+    def plant(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        p = model.get_parameter(name)
+        with torch.no_grad():
+            (p.data if via_data else p)[index] = value
+        return x
+
+    return plant
+
+
+def poison_input(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    x = x.clone()
+    x[0, 0, 5, 5] = NAN
+    return x
+
+
+def run_with_truth(
+    tmp_path, kind: str, plant: Callable[[nn.Module, torch.Tensor], torch.Tensor]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Train ``STEPS`` steps, ``plant`` applied before the forward of ``BAD_STEP``;
+    -> (per layer, the first step the probe reported its output non-finite; the
+    first step its output was non-finite, by the test's own reading)."""
+    make, batches, loss_fn = MODELS[kind]
+    model = make()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    truth: dict[str, int] = {}
+    step = 0
+    with nbviz.Run(tmp_path / kind) as run:
+        probe = run.watch(model, every=10)
+
+        def read(name: str, module, args, output) -> None:
+            if module.training and not torch.isfinite(output).all():
+                truth.setdefault(name, step)
+
+        for name, module in probe.modules:
+            module.register_forward_hook(lambda m, a, o, name=name: read(name, m, a, o))
+        gen = torch.Generator().manual_seed(0)
+        for step in range(STEPS):
+            x, y = batches(gen)
+            if step == BAD_STEP:
+                x = plant(model, x)
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            run.log(step, train_loss=loss)
+        run.flush()
+        events = run.events("nonfinite")
+    events = events[events["signal"] == "activation"]
+    reported = {row.layer: int(row.step) for row in events.itertuples()}
+    return reported, truth
+
+
+PLANTINGS = {
+    "gpt: a LayerNorm weight after a block": ("gpt", set_nan("blocks.1.ln1.weight", (3,))),
+    "gpt: a qkv weight, through .data": (
+        "gpt",
+        set_nan("blocks.0.attn.qkv.weight", (5, 2), INF, via_data=True),
+    ),
+    "gpt: an MLP bias": ("gpt", set_nan("blocks.1.mlp.fc.bias", (7,))),
+    "gpt: the final LayerNorm's bias": ("gpt", set_nan("ln_f.bias", (0,), -INF)),
+    "gpt: the tied head (a row of the token embedding)": ("gpt", set_nan("tok.weight", (31,))),
+    "cnn: the second convolution's weight": ("cnn", set_nan("2.weight", (1, 0, 2, 2))),
+    "cnn: a GroupNorm weight": ("cnn", set_nan("3.weight", (6,), INF)),
+    "cnn: a NaN in the images": ("cnn", poison_input),
+    "chain: the eighth Linear's weight": ("chain", set_nan("14.weight", (3, 1))),
+    "chain: the last Linear's bias": ("chain", set_nan("18.bias", (0,), INF)),
+}
+
+
+@pytest.mark.parametrize("planting", list(PLANTINGS))
+def test_each_layer_is_reported_at_the_first_step_its_output_was_non_finite(planting, tmp_path):
+    kind, plant = PLANTINGS[planting]
+    reported, truth = run_with_truth(tmp_path, kind, plant)
+    assert truth, "the planting made nothing non-finite"
+    assert min(truth.values()) == BAD_STEP
+    assert reported == truth
+
+
+def _elements_read(kind: str, monkeypatch, tmp_path) -> tuple[int, dict[tuple, int]]:
+    """Elements the sentinel sums per plain step, and how often each shape is summed."""
+    shapes: dict[tuple, int] = {}
+    real, real_segments = finite.checksum, finite.segment_sums
+
+    def counting(x: torch.Tensor) -> torch.Tensor:
+        shapes[tuple(x.shape)] = shapes.get(tuple(x.shape), 0) + 1
+        return real(x)
+
+    def counting_segments(tensors: list[torch.Tensor], lengths: torch.Tensor) -> torch.Tensor:
+        for x in tensors:
+            shapes[tuple(x.shape)] = shapes.get(tuple(x.shape), 0) + 1
+        return real_segments(tensors, lengths)
+
+    make, batches, loss_fn = MODELS[kind]
+    model = make()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    gen = torch.Generator().manual_seed(0)
+    with nbviz.Run(tmp_path / kind) as run:
+        probe = run.watch(model, every=1000)
+        for step in range(3):
+            if step == 2:  # steps 0 (a capture) and 1 (first calls) left out
+                monkeypatch.setattr(finite, "checksum", counting)
+                monkeypatch.setattr(finite, "segment_sums", counting_segments)
+            x, y = batches(gen)
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            run.log(step, train_loss=loss)
+        # however long a chain of such layers, a slot takes a few values per step
+        row = probe._sentinel._rows[-1]
+        slots = row[1] + row[3]
+        assert max(slots.count(s) for s in set(slots)) <= MAX_VALUES
+    return sum(n * torch.Size(s).numel() for s, n in shapes.items()), shapes
+
+
+def test_a_layer_after_a_checked_output_reads_its_parameters_where_they_are_smaller(
+    monkeypatch, tmp_path
+):
+    read, shapes = _elements_read("gpt", monkeypatch, tmp_path)
+    # tokens (4 x 8) x 48 qkv features, x 64 MLP features, x 32 logits: none summed,
+    # their layers' inputs were checked (LayerNorm outputs) and their weights smaller
+    assert (4, 8, 48) not in shapes and (4, 8, 64) not in shapes and (4, 8, 32) not in shapes
+    assert shapes[(48, 16)] == 4  # each qkv weight instead, once
+    # the MLP's second Linear: a 64x16 weight is not fewer elements than its 4x8x16
+    # output, which is read
+    assert (16, 64) not in shapes
+
+    cnn_read, cnn_shapes = _elements_read("cnn", monkeypatch, tmp_path)
+    assert (6, 8, 8, 8) not in cnn_shapes  # the second convolution's output: its weight
+    assert (8, 4, 3, 3) in cnn_shapes
+    # the inner Sequential returns its Linear's output: one sum for both
+    assert cnn_shapes[(6, 5)] == 1
+
+    chain_read, chain_shapes = _elements_read("chain", monkeypatch, tmp_path)
+    # the input once, then only the Linear's parameters (their outputs are larger)
+    assert chain_shapes.pop((4, 32, 16)) == 1
+    assert set(chain_shapes) == {(16, 16), (16,)}
+
+
+class RaiseOnce(nn.Module):
+    """Raises in the forward of one step, after the layers before it ran."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.calls, self.at = 0, at
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        if self.calls == self.at:
+            raise RuntimeError("a forward cut short")
+        return x
+
+
+def test_a_forward_cut_short_after_its_layers_queued_their_parameters_loses_nothing(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 16), RaiseOnce(at=4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    gen = torch.Generator().manual_seed(0)
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(model, every=10)
+        for step in range(STEPS):
+            x, y = token_features(gen)
+            if step == BAD_STEP:
+                set_nan("2.weight", (0, 0))(model, x)
+            opt.zero_grad()
+            try:
+                loss = nn.functional.mse_loss(model(x), y)
+            except RuntimeError:
+                continue
+            loss.backward()
+            opt.step()
+            run.log(step, train_loss=loss)
+        run.flush()
+        events = run.events("nonfinite")
+    events = events[events["signal"] == "activation"]
+    first = {row.layer: int(row.step) for row in events.itertuples()}
+    # the second Linear's weight went bad at BAD_STEP: its output and what follows
+    # (the update spreads it to the first Linear's weights a step later)
+    assert first == {"2": BAD_STEP, "3": BAD_STEP, "0": BAD_STEP + 1, "1": BAD_STEP + 1}
