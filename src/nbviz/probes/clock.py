@@ -40,7 +40,6 @@ gradients' checks after a backward, the capture of a capture step) belongs to
 from __future__ import annotations
 
 import warnings
-import weakref
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -179,13 +178,7 @@ class StepClock:
         if not self._open:
             self._start_step()
         self._active = True
-        # the input, checked if a hook takes its check (a first convolution: its
-        # weights and the images are fewer elements than its output)
-        x = args[0] if args else None
-        if type(x) is torch.Tensor and x.is_floating_point():
-            self._checked = (weakref.ref(x), x._version, None)
-        else:
-            self._checked = None
+        self._checked = None
         if self._capture is not None:
             # padding left out of this forward's statistics: the probe's mask, else the
             # forward's own attention_mask where its tokens are the only sequence
@@ -208,7 +201,6 @@ class StepClock:
             return
         self._active = False
         self._checked = None
-        self._sentinel.resolve()  # the parameters' sums, while they are as the forward saw them
         if not self._callback_pending:
             tensor = output if type(output) is torch.Tensor else find_tensor(output)[1]
             if tensor is not None and tensor.requires_grad:

@@ -1,8 +1,8 @@
 """What the sentinel can know about finiteness without reading a tensor.
 
 The sentinel reduces every watched output and parameter gradient on every step,
-and those reads are most of its cost. These rules let it skip or shrink reads
-whose answer is already known, without changing what it reports:
+and those reads are most of its cost. These rules let it skip reads whose answer
+is already known, without changing what it reports:
 
 * A module that cannot turn finite values into non-finite ones (ReLU, tanh,
   max pooling, reshapes...) and whose input is, unchanged, the output that the
@@ -20,17 +20,8 @@ whose answer is already known, without changing what it reports:
   alone). A weight also used outside its layer (``F.linear(x, layer.weight)``
   elsewhere in ``forward``) gets gradient the bias does not see: tie weights by
   sharing the parameter between modules, which is recognised.
-* A ``Linear``, ``Conv``, ``LayerNorm``, ``GroupNorm`` or ``RMSNorm`` whose input is
-  the output checked just before (or the model's input) has a non-finite output
-  exactly when that input or one of its parameters is non-finite (every
-  parameter element reaches some output element, and NaN * 0 is NaN): its slot
-  takes the input's check and a sum of each parameter, taken when the forward
-  ends (the parameters are as the forward saw them), where the parameters are
-  fewer elements than the output (a ``Linear`` over many tokens, a convolution
-  over an image); in float32/float64 only (a half-precision product can
-  overflow).
 * A module whose output is the very tensor checked just before, unchanged (a
-  container returning its last layer's output) takes that check.
+  container returning its last layer's output), takes that check.
 
 "Overflow aside", as for the sentinel's sums themselves: finite values so large
 that a sum or product overflows are not told apart from Inf.
@@ -103,20 +94,6 @@ WEIGHT_FROM_BIAS: tuple[type[nn.Module], ...] = (
     nn.ConvTranspose2d,
     nn.ConvTranspose3d,
 )
-#: Layers whose output is finite exactly when their input and their parameters are
-#: (float32/float64, overflow aside). Not BatchNorm: in eval mode it reads buffers.
-FINITE_FROM_PARAMS: tuple[type[nn.Module], ...] = (
-    nn.Linear,
-    nn.Conv1d,
-    nn.Conv2d,
-    nn.Conv3d,
-    nn.ConvTranspose1d,
-    nn.ConvTranspose2d,
-    nn.ConvTranspose3d,
-    nn.LayerNorm,
-    nn.GroupNorm,
-    nn.RMSNorm,
-)
 WIDE = (torch.float32, torch.float64)
 #: Floating dtypes narrower than float32 (half, bfloat16, the float8 kinds): summed in
 #: float32, since a sum in their own dtype overflows early or is not implemented at all.
@@ -152,34 +129,6 @@ def checksum(x: torch.Tensor) -> torch.Tensor:
             _set_grad_enabled(True)
 
 
-def segment_sums(tensors: list[torch.Tensor], lengths: torch.Tensor) -> torch.Tensor:
-    """The sum of each of ``tensors`` (small, on one device), in two ops:
-    one concatenation and one segment sum (``lengths``: their element counts, on
-    their device). With grad mode off for them, as :func:`checksum`."""
-    off = torch.is_grad_enabled()
-    if off:
-        _set_grad_enabled(False)
-    try:
-        flat = torch.cat([x if x.dim() == 1 else x.reshape(-1) for x in tensors])
-        if flat.dtype in NARROW:  # as checksum: their own dtype overflows early
-            flat = flat.float()
-        return torch.segment_reduce(flat, "sum", lengths=lengths)
-    finally:
-        if off:
-            _set_grad_enabled(True)
-
-
-def joined(values: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """One value, non-finite exactly when one of the sentinel's ``values`` is: each
-    times zero (NaN where it is not finite), summed; no overflow, unlike their sum."""
-    values = tuple(v if type(v) is torch.Tensor else checksum(v) for v in values)
-    try:
-        return torch.stack(values).mul_(0).sum()
-    except RuntimeError:  # values on several devices
-        device = values[0].device
-        return torch.stack([v.to(device) for v in values]).mul_(0).sum()
-
-
 def has_grad_hooks(p: torch.Tensor) -> bool:
     """Whether gradient hooks were registered on ``p`` (they may change its gradient alone)."""
     return bool(p._backward_hooks) or bool(getattr(p, "_post_accumulate_grad_hooks", None))
@@ -196,12 +145,6 @@ def keeps_finite(module: nn.Module) -> str | None:
     if kind in KEEPS_FINITE_WIDE:
         return "wide"
     return None
-
-
-def finite_from_params(module: nn.Module) -> bool:
-    """Whether ``module`` is of an exact type in :data:`FINITE_FROM_PARAMS` (a subclass,
-    or a parametrized layer, may compute anything)."""
-    return type(module) in FINITE_FROM_PARAMS
 
 
 def weight_from_bias(model: nn.Module, params: list[tuple[str, nn.Parameter]]) -> dict[int, int]:

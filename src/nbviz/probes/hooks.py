@@ -2,11 +2,10 @@
 
 Every watched module gets a forward hook. On every training step it gives the
 non-finite sentinel one cheap reduction of the module's output (a sum, kept on
-the device: see :mod:`nbviz.probes.sentinel`), or, where the output checked
-just before tells (:mod:`nbviz.probes.finite`), takes that check: for a module
-that cannot make finite values non-finite and whose input it is, for a layer
-whose input it is together with sums of the layer's parameters (fewer elements
-than its output), and for a module that returns that very tensor. On a capture step it
+the device: see :mod:`nbviz.probes.sentinel`), or, for a module that cannot
+make finite values non-finite and whose input is the output checked just
+before, takes that check (:mod:`nbviz.probes.finite`), as does a module
+returning that very tensor (a container's last layer's). On a capture step it
 measures the output instead (its statistics tell finiteness too) and hooks the
 output's gradient (not of a stack's blocks, watched for their outputs only: see
 :func:`nbviz.probes.select.select_modules`). After each backward, the parameter
@@ -39,9 +38,6 @@ from nbviz.probes.select import unit_dim
 from nbviz.probes.sentinel import Sentinel
 from nbviz.probes.stats import StepCapture
 
-#: The most sentinel values one check carries along a chain of layers before they
-#: are joined into one (each is a row element of every step).
-MAX_VALUES = 8
 #: Units beyond this count are not recorded one by one (e.g. a vocabulary's logits).
 MAX_UNITS = 8192
 
@@ -60,10 +56,7 @@ class ModuleHooks:
     _sent_names: list[tuple[str, str]]  # sentinel slot -> (layer, signal)
     _keeps_finite: dict[int, str]  # slot -> kind, for modules that keep finite values finite
     _grad_plan: list[tuple[int, nn.Parameter, int | None, nn.Parameter | None]]
-    _from_params: frozenset[int]  # slots of layers finite when input and parameters are
-    # the last output checked: (weak reference, version, the sentinel values telling,
-    # None for the model's input until a hook needs them)
-    _checked: tuple[Any, int, tuple[torch.Tensor, ...] | None] | None
+    _checked: tuple[Any, int, torch.Tensor] | None  # the last output checked
     _shapes: dict[str, list[int]]  # module name -> output shape at its first call
     _exec_order: dict[str, int]  # module name -> order of its first call
     _calls: dict[str, int]  # module name -> its calls during the first step
@@ -89,9 +82,6 @@ class ModuleHooks:
             for n, m in self.modules
             if (kind := finite.keeps_finite(m)) is not None
         }
-        self._from_params = frozenset(
-            self._act_slots[n] for n, m in self.modules if finite.finite_from_params(m)
-        )
         # per parameter: its sentinel slot, and its layer's bias (slot, parameter)
         # where the bias gradient tells whether the weight gradient is finite
         via = finite.weight_from_bias(model, self.params)
@@ -119,12 +109,10 @@ class ModuleHooks:
         for name, module in self.modules:
             slot = self._act_slots[name]
             kind = self._keeps_finite.get(slot)
-            if kind is not None:
-                hook = _Hook(self._on_kept_output, name, slot, kind)
-            elif slot in self._from_params:
-                hook = _Hook(self._on_layer_output, name, slot)
-            else:
+            if kind is None:
                 hook = _Hook(self._on_output, name, slot)
+            else:
+                hook = _Hook(self._on_kept_output, name, slot, kind)
             self._handles.append(module.register_forward_hook(hook))
         if optimizer is not None:
             self._handles.append(optimizer.register_step_post_hook(_Hook(self._on_optimizer_step)))
@@ -161,11 +149,11 @@ class ModuleHooks:
             last = self._checked
             if last is not None and live is last[0]() and live._version == last[1]:
                 # the very tensor checked just before (a container's last layer's)
-                self._sentinel.add_all(slot, self._checks_of(last))
+                self._sentinel.add(slot, last[2])
             else:
                 # the sentinel's value, noted as the last check (see _on_kept_output)
                 value = finite.checksum(live)
-                self._checked = (weakref.ref(live), live._version, (value,))
+                self._checked = (weakref.ref(live), live._version, value)
                 self._sentinel.add(slot, value)
             if capture is None:
                 return
@@ -226,51 +214,10 @@ class ModuleHooks:
                 and x._version == last[1] + (output is x)
                 and (kind == "any" or output.dtype in finite.WIDE)
             ):
-                values = self._checks_of(last)
-                self._checked = (weakref.ref(output), output._version, values)
-                self._sentinel.add_all(slot, values)
+                self._checked = (weakref.ref(output), output._version, last[2])
+                self._sentinel.add(slot, last[2])
                 return
         self._on_output(name, slot, module, args, output)
-
-    def _on_layer_output(
-        self, name: str, slot: int, module: nn.Module, args: Any, output: Any
-    ) -> None:
-        """``_on_output`` of a layer finite exactly when its input and parameters are
-        (:data:`nbviz.probes.finite.FINITE_FROM_PARAMS`): outside captures, when its
-        input is the output checked last, unchanged since, and its parameters hold
-        fewer elements than its output, its slot takes that check and a sum of each
-        parameter (one per forward, however often the layer runs).
-        """
-        last = self._checked
-        if last is not None and self._capture is None and self._active and args:
-            x = args[0]
-            if (
-                x is last[0]()
-                and x is not None
-                and type(output) is torch.Tensor
-                and name in self._shapes
-                and x._version == last[1]
-                and output.dtype in finite.WIDE
-            ):
-                params = [p for p in module._parameters.values() if p is not None]
-                if sum(p.numel() for p in params) < output.numel():
-                    # the parameters are summed together when the forward ends
-                    values = self._checks_of(last) + tuple(params)
-                    if len(values) > MAX_VALUES:  # a long chain of such layers
-                        values = (finite.joined(values),)
-                    self._checked = (weakref.ref(output), output._version, values)
-                    self._sentinel.add_all(slot, values)
-                    return
-        self._on_output(name, slot, module, args, output)
-
-    def _checks_of(self, last: tuple[Any, int, Any]) -> tuple[torch.Tensor, ...]:
-        """The sentinel values telling whether ``last`` (``_checked``, alive) is finite:
-        the model's input is summed here, where a hook first takes its check."""
-        values = last[2]
-        if values is None:
-            values = (finite.checksum(last[0]()),)
-            self._checked = (last[0], last[1], values)
-        return values
 
     def _first_output(self, name: str, module: nn.Module, output: Any) -> torch.Tensor | None:
         """The tensor to watch in ``output``; on a module's first call, notes about it."""
@@ -305,13 +252,12 @@ class ModuleHooks:
         capture.add_clean((name, "gradient"), grad, None, hist, zeros=self._capture_hist)
 
     def _check_grads(self) -> None:
-        """The sentinel's values for the parameter gradients: one sum each (the small
-        ones together, see :meth:`nbviz.probes.sentinel.Sentinel.add_sums`), or for a
-        layer's weight its bias's sum (see :mod:`nbviz.probes.finite`; not when a hook
-        of the user's may change one of them).
+        """The sentinel's values for the parameter gradients: one sum each (half the
+        cost of a batched norm on CPU), or for a layer's weight its bias's sum (see
+        :mod:`nbviz.probes.finite`; not when a hook of the user's may change one of them).
         """
-        slots: list[int] = []
-        grads: list[torch.Tensor] = []
+        sums: dict[int, torch.Tensor] = {}
+        add = self._sentinel.add
         autocast = self._autocast
         for slot, p, bias_slot, bias in self._grad_plan:
             g = p.grad
@@ -327,10 +273,15 @@ class ModuleHooks:
                     and not finite.has_grad_hooks(p)
                     and not finite.has_grad_hooks(bias)
                 ):
-                    g = b
-            slots.append(slot)
-            grads.append(g)
-        self._sentinel.add_sums(slots, grads)
+                    slot_of_value, g = bias_slot, b
+                else:
+                    slot_of_value = slot
+            else:
+                slot_of_value = slot
+            value = sums.get(slot_of_value)
+            if value is None:
+                value = sums[slot_of_value] = finite.checksum(g)
+            add(slot, value)
 
 
 #: Models saved by earlier versions unpickle their hooks through this name.
