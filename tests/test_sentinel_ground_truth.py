@@ -13,6 +13,7 @@ import pytest
 import torch
 from reference_models import GPT, GPTConfig, next_token_loss, token_batch
 from torch import nn
+from training import sgd_step
 
 import nbviz
 from nbviz.probes import finite
@@ -130,13 +131,10 @@ def run_with_truth(
             x, y = batches(gen)
             if step == BAD_STEP:
                 x = plant(model, x)
-            opt.zero_grad()
             try:
-                loss = loss_fn(model(x), y)
+                loss = sgd_step(model, opt, x, y, loss_fn)
             except RuntimeError:
                 continue  # a forward cut short: the loop skips the batch
-            loss.backward()
-            opt.step()
             run.log(step, train_loss=loss)
         run.flush()
         events = run.events("nonfinite")
@@ -190,10 +188,6 @@ def test_a_container_returning_its_last_layers_output_takes_that_layers_check(
             if step == 2:  # steps 0 (a capture) and 1 (first calls) left out
                 monkeypatch.setattr(finite, "checksum", lambda x: reads.append(x.shape) or real(x))
             x, y = batches(gen)
-            opt.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            opt.step()
-            run.log(step, train_loss=loss)
+            run.log(step, train_loss=sgd_step(model, opt, x, y, loss_fn))
     # the inner Sequential returns its Linear's (6, 5) output: one sum for both slots
     assert reads.count(torch.Size([6, 5])) == 1
