@@ -166,6 +166,60 @@ def test_a_weight_gradient_changed_by_a_hook_is_checked_itself(tmp_path):
         assert at_bad_step(first_events(run, "gradient")) == {"0.weight"}
 
 
+class SelfAttention(nn.Module):
+    """The 12 features as 3 tokens of 4, through ``MultiheadAttention`` (its packed
+    input projection and ``out_proj``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(4, 2, batch_first=True)
+
+    def forward(self, x):
+        t = x.view(x.shape[0], 3, 4)
+        return self.attn(t, t, t, need_weights=False)[0].reshape(x.shape[0], 12)
+
+
+def _norm_layers() -> dict[str, nn.Module]:
+    return {
+        "LayerNorm": nn.LayerNorm(12),
+        "BatchNorm1d": nn.BatchNorm1d(12),
+        "GroupNorm": nn.GroupNorm(3, 12),
+        "MultiheadAttention": SelfAttention(),
+    }
+
+
+class NanGradAfter(nn.Module):
+    """``layer``, then a NaN in the gradient of its output once, then a head."""
+
+    def __init__(self, layer: nn.Module, counter: Counter) -> None:
+        super().__init__()
+        self.counter = counter
+        self.layer = layer
+        self.head = nn.Linear(12, 5)
+
+    def forward(self, x):
+        self.counter.calls += 1
+        return self.head(NanGradOnce.apply(self.layer(x), self.counter.bad()))
+
+
+@pytest.mark.parametrize("kind", list(_norm_layers()))
+def test_a_nan_output_gradient_is_reported_on_a_norms_scale_and_an_attentions_projection(
+    kind, tmp_path
+):
+    # their weight slots take the bias gradient's check: reported at the same step
+    model = NanGradAfter(_norm_layers()[kind], Counter())
+    with nbviz.Run(tmp_path / "run") as run:
+        train(model, run)
+        bad = at_bad_step(first_events(run, "gradient"))
+        if kind == "MultiheadAttention":
+            expected = {"layer.attn.in_proj_weight", "layer.attn.in_proj_bias"}
+            expected |= {"layer.attn.out_proj.weight", "layer.attn.out_proj.bias"}
+        else:
+            expected = {"layer.weight", "layer.bias"}
+        assert expected <= bad
+        assert BAD_STEP not in first_events(run, "activation").values()
+
+
 def _reads_per_step(model: nn.Module, steps: int, autocast: bool, monkeypatch, tmp_path) -> int:
     calls = []
     real = finite.checksum
@@ -203,6 +257,20 @@ def test_relus_and_weight_gradients_take_the_check_that_already_tells(
     # three bias gradients (or all six parameter gradients under autocast, where a
     # weight gradient may overflow on its own)
     assert reads == (3 + 6 if autocast else 3 + 3)
+
+
+@pytest.mark.parametrize("autocast", [False, True])
+def test_norm_scales_and_attention_projections_take_their_bias_gradients_check(
+    autocast, monkeypatch, tmp_path
+):
+    model = nn.Sequential(
+        SelfAttention(), nn.LayerNorm(12), nn.BatchNorm1d(12), nn.GroupNorm(3, 12)
+    )
+    reads = _reads_per_step(model, 4, autocast, monkeypatch, tmp_path)
+    # four outputs (the attention and the three norms), then five bias gradients
+    # (in_proj, out_proj and the norms' shifts), or under autocast all ten parameter
+    # gradients
+    assert reads == (4 + 10 if autocast else 4 + 5)
 
 
 def test_the_sentinel_keeps_each_slots_first_bad_step_whatever_the_layout_of_its_rows():

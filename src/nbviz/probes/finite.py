@@ -13,7 +13,10 @@ is already known, without changing what it reports:
 * The weight gradient of a ``Linear``/``Conv`` layer is ``grad_out^T @ input``
   and its bias gradient ``grad_out`` summed: with a finite input (checked in the
   forward) the weight gradient is non-finite exactly when the bias gradient is.
-  The weight slot takes the bias gradient's check while both parameters are
+  So for a normalisation layer's scale (``grad_out * normalised`` summed, the
+  normalised input finite whenever the layer's output is) and for
+  ``MultiheadAttention``'s packed input projection (a ``Linear`` of the query, key
+  and value). The weight slot takes the bias gradient's check while both parameters are
   float32/float64, the forward ran outside autocast (a half-precision matrix
   product can overflow where the sum does not: GradScaler's case) and neither
   parameter has a gradient hook of its own (which could change one gradient
@@ -84,16 +87,36 @@ KEEPS_FINITE_WIDE: tuple[type[nn.Module], ...] = (
     nn.AdaptiveAvgPool2d,
     nn.AdaptiveAvgPool3d,
 )
-#: Layers whose bias gradient tells whether the weight gradient is finite.
-WEIGHT_FROM_BIAS: tuple[type[nn.Module], ...] = (
-    nn.Linear,
-    nn.Conv1d,
-    nn.Conv2d,
-    nn.Conv3d,
-    nn.ConvTranspose1d,
-    nn.ConvTranspose2d,
-    nn.ConvTranspose3d,
-)
+_WEIGHT_BIAS = ("weight", "bias")
+#: Layers whose bias gradient tells whether the weight gradient is finite, with the
+#: names of that weight and bias: an affine map of the layer's input (``Linear``,
+#: ``Conv``, attention's packed projection), or a scale and shift of its normalised
+#: input. Exact types: a subclass may compute something else with them.
+WEIGHT_FROM_BIAS: dict[type[nn.Module], tuple[str, str]] = {
+    **dict.fromkeys(
+        (
+            nn.Linear,
+            nn.modules.linear.NonDynamicallyQuantizableLinear,  # attention's out_proj
+            nn.Conv1d,
+            nn.Conv2d,
+            nn.Conv3d,
+            nn.ConvTranspose1d,
+            nn.ConvTranspose2d,
+            nn.ConvTranspose3d,
+            nn.LayerNorm,
+            nn.GroupNorm,
+            nn.BatchNorm1d,
+            nn.BatchNorm2d,
+            nn.BatchNorm3d,
+            nn.SyncBatchNorm,
+            nn.InstanceNorm1d,
+            nn.InstanceNorm2d,
+            nn.InstanceNorm3d,
+        ),
+        _WEIGHT_BIAS,
+    ),
+    nn.MultiheadAttention: ("in_proj_weight", "in_proj_bias"),
+}
 WIDE = (torch.float32, torch.float64)
 #: Floating dtypes narrower than float32 (half, bfloat16, the float8 kinds): summed in
 #: float32, since a sum in their own dtype overflows early or is not implemented at all.
@@ -162,9 +185,10 @@ def weight_from_bias(model: nn.Module, params: list[tuple[str, nn.Parameter]]) -
                 holders[id(p)] = holders.get(id(p), 0) + 1
     via: dict[int, int] = {}
     for module in model.modules():
-        if type(module) not in WEIGHT_FROM_BIAS:
+        names = WEIGHT_FROM_BIAS.get(type(module))
+        if names is None:
             continue
-        weight, bias = module._parameters.get("weight"), module._parameters.get("bias")
+        weight, bias = (module._parameters.get(n) for n in names)
         if weight is None or bias is None:
             continue
         if holders.get(id(weight)) != 1 or holders.get(id(bias)) != 1:
