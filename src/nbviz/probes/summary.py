@@ -9,6 +9,18 @@ from torch import nn
 from nbviz.probes.select import named_modules
 
 
+def torch_base(module: nn.Module) -> str | None:
+    """The nearest ``torch.nn`` layer class ``module`` is an instance of (``"Embedding"`` for
+    a library's ``ScaledWordEmbedding(nn.Embedding)``), None when it derives from
+    ``nn.Module`` alone: what the checks compare where a library renames a layer."""
+    for cls in type(module).__mro__:
+        if cls is nn.Module:
+            return None
+        if cls.__module__.startswith("torch.nn.modules."):
+            return cls.__name__
+    return None
+
+
 def model_summary(
     model: nn.Module,
     shapes: dict[str, list[int]],
@@ -19,8 +31,9 @@ def model_summary(
     """One row per module in ``named_modules`` order (the declaration order).
 
     ``params`` counts the module's parameters including its children's;
-    ``own_params`` only those it holds itself. ``prefix`` starts every name (a
-    probe's ``name=``); ``shapes``, ``selected`` and ``notes`` use the prefixed names.
+    ``own_params`` only those it holds itself; ``base`` is :func:`torch_base`. ``prefix``
+    starts every name (a probe's ``name=``); ``shapes``, ``selected`` and ``notes`` use
+    the prefixed names.
     """
     rows = []
     for local, module in named_modules(model):
@@ -32,6 +45,7 @@ def model_summary(
             {
                 "name": name,
                 "type": type(module).__name__,
+                "base": torch_base(module),
                 "depth": local.count(".") + 1,
                 "params": total,
                 "own_params": own,

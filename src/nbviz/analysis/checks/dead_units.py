@@ -52,7 +52,7 @@ def check(run: Any) -> list[Finding]:
     findings = []
     layers = run.recorded_layers("zero_frac", table="unit_stats")
     for layer in sorted(layers, key=lay.depth):
-        if lay.type_of(layer) not in RELU_LIKE:
+        if lay.kind_of(layer) not in RELU_LIKE:
             continue
         steps, zero = unit_values(run, layer, "zero_frac")
         if len(steps) < MIN_CAPTURES or zero.shape[1] == 0:

@@ -25,6 +25,7 @@ in the order the forward pass reached them.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,7 @@ def main_layers(lay: ModelLayout) -> dict[str, list[str]]:
     seen: set[str] = set()
     for p in lay.params_by_depth(matrices_only=True):
         module = p.module
-        if module in seen or module not in lay.forward_order or lay.type_of(module) in LOOKUP_TYPES:
+        if module in seen or module not in lay.forward_order or is_lookup(lay, module):
             continue
         seen.add(module)
         owners.setdefault(lay.model_of(module), []).append(module)
@@ -70,6 +71,23 @@ NORMALISATION = frozenset(
 )
 
 
+def is_lookup(lay: ModelLayout, module: str) -> bool:
+    """Whether ``module``'s weight is a lookup table (an embedding, a library's included)."""
+    return lay.kind_of(module) in LOOKUP_TYPES
+
+
+#: The part of a type's name that says it normalises (``LlamaRMSNorm``, ``T5LayerNorm``):
+#: libraries write their own normalisation layers rather than derive from torch's. A
+#: frozen one (torchvision's ``FrozenBatchNorm2d``) is a fixed affine map: it does not.
+_NORM_NAME = re.compile(r"(?<!Frozen)(RMS|Layer|Batch|Group|Instance)Norm")
+
+
+def normalises(lay: ModelLayout, module: str) -> bool:
+    """Whether ``module`` rescales its input: a ``torch.nn`` normalisation layer, one
+    derived from it, or a library's own whose name says so (``LlamaRMSNorm``)."""
+    return lay.kind_of(module) in NORMALISATION or bool(_NORM_NAME.search(lay.type_of(module)))
+
+
 def feeds_normalisation(lay: ModelLayout, module: str) -> bool:
     """Whether the module the forward pass reached next after ``module`` normalises.
 
@@ -84,7 +102,7 @@ def feeds_normalisation(lay: ModelLayout, module: str) -> bool:
         return False
     after = (n for n in order[order.index(module) + 1 :] if not module.startswith(n + "."))
     following = next(after, None)
-    return following is not None and lay.type_of(following) in NORMALISATION
+    return following is not None and normalises(lay, following)
 
 
 def same_shape(lay: ModelLayout, modules: list[str]) -> list[str]:

@@ -49,7 +49,7 @@ def check(run: Any) -> list[Finding]:
     findings = []
     for modules in main_layers(lay).values():
         first = modules[0]
-        kind = lay.type_of(first)
+        kind = lay.kind_of(first)
         if not (kind.endswith("Linear") or kind.startswith("Conv")):
             continue  # the estimate holds for a product with the input (W x + b)
         if feeds_normalisation(lay, first):

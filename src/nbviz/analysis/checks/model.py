@@ -37,6 +37,8 @@ class ModelLayout:
     models: tuple[str, ...] = ("",)
     #: each module's output shape without the batch dimension, where recorded
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    #: the nearest ``torch.nn`` layer class of each module whose type derives from one
+    bases: dict[str, str] = field(default_factory=dict)
 
     def depth(self, module: str) -> int:
         """Position of ``module`` in the forward pass (unknown modules after all known ones)."""
@@ -47,6 +49,11 @@ class ModelLayout:
 
     def type_of(self, module: str) -> str:
         return self.types.get(module, "?")
+
+    def kind_of(self, module: str) -> str:
+        """What ``module`` is to the checks: the ``torch.nn`` layer its type derives from
+        (``"Embedding"`` for a library's ``ScaledWordEmbedding``), else its type."""
+        return self.bases.get(module) or self.type_of(module)
 
     def label(self, module: str) -> str:
         """``'name' (Type)`` for a message."""
@@ -112,6 +119,7 @@ def layout(run: Any) -> ModelLayout | None:
             for m in modules
             if isinstance(m.get("shape"), list) and len(m["shape"]) >= 1
         },
+        bases={m["name"]: m["base"] for m in modules if isinstance(m.get("base"), str)},
     )
 
 

@@ -107,7 +107,7 @@ def check(run: Any) -> list[Finding]:
     findings = []
     units_recorded = set(run.recorded_layers("mean", table="unit_stats"))
     for layer in sorted(run.recorded_layers("activation"), key=lay.depth):
-        kind = lay.type_of(layer)
+        kind = lay.kind_of(layer)
         if kind not in SATURATING:
             continue
         low, high = SATURATING[kind]
