@@ -25,3 +25,22 @@ def tiny_llama(kv_heads: int = 4, vocab: int = 40) -> transformers.LlamaForCausa
         max_position_embeddings=32,
     )
     return transformers.LlamaForCausalLM(config)
+
+
+def tiny_bart(vocab: int = 50) -> transformers.BartForConditionalGeneration:
+    """An encoder-decoder of two layers each, BART's 0.02 initialisation, seeded: its word
+    embedding is shared by both stacks and the head, and each stack has its own table of
+    learned positions."""
+    torch.manual_seed(0)
+    config = transformers.BartConfig(
+        vocab_size=vocab,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=32,
+    )
+    return transformers.BartForConditionalGeneration(config)

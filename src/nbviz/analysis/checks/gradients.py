@@ -26,6 +26,14 @@ well-converged run are small everywhere, and this does not trip on that.
   whose logits are small (a transformer at initialisation, BERT or BART with their 0.02
   weights: 1e-7 to 5e-5 of the later layers' while their embeddings get 0.1-1.6) are
   such layers: the softmax passes them little gradient until its logits grow.
+  Embedding tables are compared but are no layer's reference: a row moves only with
+  its own token and no gradient goes through them to the input, so their ratio (a
+  position table's near 1 where a matrix's is 0.01) is on another scale. Where the
+  run recorded the updates, the finding says what they show: a layer whose update
+  (relative to its weights) keeps up with :data:`KEEPS_PACE` of the largest of the
+  later layers' learns whatever its gradient (an optimizer that scales each
+  parameter's step, Adam's, made up for it); only when every such layer keeps pace
+  is the finding ``info``, without advice, for then nothing is slowed.
 - Exploding (by depth): a layer whose ratio is over :data:`EXPLODE_DEPTH_RATIO`
   (1000) times the largest of the layers after it: the gradient grows on its
   way back to the input.
@@ -45,7 +53,9 @@ well-converged run are small everywhere, and this does not trip on that.
 They also read the gradient backpropagated to the main layers' outputs
 (:mod:`nbviz.analysis.checks.depth`; the largest set of them with one output
 shape, whose norms compare directly, leaving out those followed by a
-normalisation layer, whose gradient only mirrors their scale), which
+normalisation layer, whose gradient only mirrors their scale, and the projections
+inside attention modules whose heads were recorded, which branch off the path to
+the input), which
 parameter gradients can hide: a
 layer's parameter gradient is its output gradient times its input, so a stack
 whose activations grow forward while its output gradients grow backward keeps
@@ -61,6 +71,7 @@ ReLU MLP 1/500 at its first capture and closer to level after.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -70,19 +81,26 @@ import pandas as pd
 
 from nbviz.analysis.checks.depth import (
     feeds_normalisation,
+    is_lookup,
     main_layers,
+    normalises,
     output_grad_norm,
     same_shape,
     trend,
 )
 from nbviz.analysis.checks.finding import Finding, fmt, names
 from nbviz.analysis.checks.model import ModelLayout, layout, param_stats
+from nbviz.analysis.checks.optimizer import update_ratios
 from nbviz.analysis.checks.robust import nanmedian, onset
 
 VANISH_RATIO = 1e-3
 #: A layer nearer the input at this fraction of its later layers' gradient or more learns:
 #: the gradient reached it, so a small one after it has not vanished on the way back.
 UPSTREAM_LEARNS = 1e-2
+#: A layer whose update (relative to its weights) is at least this fraction of the largest
+#: of the later layers' keeps pace with them whatever its gradient: an optimizer that
+#: scales each parameter's step (Adam, RMSprop, Adagrad) made up for it.
+KEEPS_PACE = 0.1
 EXPLODE_DEPTH_RATIO = 1e3
 EXPLODE_GROWTH = 100.0
 #: Output-gradient norm of the first main layer over the last one's, beyond which
@@ -97,6 +115,20 @@ VANISH_ADVICE = (
     "ReLU-family activations instead of sigmoid/tanh, normalisation (BatchNorm, LayerNorm), "
     "residual connections, or Kaiming/Xavier initialisation"
 )
+#: The same, for a model that normalises already (it would contradict the layout).
+VANISH_ADVICE_NORMALISED = (
+    "ReLU-family activations instead of sigmoid/tanh, residual connections, or Kaiming/Xavier "
+    "initialisation"
+)
+
+
+def _vanish_advice(lay: ModelLayout) -> str:
+    """What to try, less normalisation where the model has normalisation layers."""
+    if any(normalises(lay, m) for m in lay.forward_order):
+        return VANISH_ADVICE_NORMALISED
+    return VANISH_ADVICE
+
+
 EXPLODE_DEPTH_ADVICE = (
     "smaller initial weights (Kaiming for ReLU, Xavier for tanh), normalisation layers, or "
     "gradient clipping (torch.nn.utils.clip_grad_norm_)"
@@ -194,6 +226,43 @@ def _in_attention(module: str, attention: Sequence[str]) -> bool:
     return any(a and (module == a or module.startswith(a + ".")) for a in attention)
 
 
+def _reference(values: np.ndarray, lay: ModelLayout, params: Sequence[str]) -> np.ndarray:
+    """``values`` with the embedding tables' columns blanked: what later layers are compared
+    with (a table's ratio is on another scale, and no gradient goes through it)."""
+    lookup = [is_lookup(lay, lay.param(p).module) for p in params]
+    return np.where(np.array(lookup, dtype=bool), np.nan, values)
+
+
+def _keeping_pace(
+    run: Any, lay: ModelLayout, params: Sequence[str], bad: Sequence[int], window: int
+) -> dict[int, float]:
+    """The ``bad`` layers whose updates keep pace with the later layers': ``{index: update
+    / the largest later layer's update}`` (each relative to its weights; median of the last
+    ``window`` captures) where that is :data:`KEEPS_PACE` or more. Empty where the updates
+    were not recorded."""
+    ups = update_ratios(run, lay)
+    if ups.empty:
+        return {}
+    ups = ups.reindex(columns=list(params)).iloc[-window:]
+    median = nanmedian(ups.to_numpy(dtype=np.float64), axis=0)
+    groups = [lay.model_of(p) for p in params]
+    pace: dict[int, float] = {}
+    for i in bad:
+        later = [
+            median[j]
+            for j in range(i + 1, len(params))
+            if groups[j] == groups[i]
+            and np.isfinite(median[j])
+            and not is_lookup(lay, lay.param(params[j]).module)
+        ]
+        if not later or not np.isfinite(median[i]):
+            continue
+        top = float(max(later))
+        if top > 0 and median[i] >= KEEPS_PACE * top:
+            pace[i] = float(median[i] / top)
+    return pace
+
+
 def check_vanishing(run: Any) -> list[Finding]:
     """Layers whose gradient (relative to their weights) is a tiny fraction of later layers'."""
     lay = layout(run)
@@ -202,14 +271,14 @@ def check_vanishing(run: Any) -> list[Finding]:
     backprop = backprop_profiles(run, lay)
     _, rel, _, params = _relative(run, lay)
     if len(params) < 2 or rel.empty:
-        return [_vanishing_backprop(lay, b) for b in backprop if b.total <= VANISH_BACKPROP]
+        return [_vanishing_backprop(run, lay, b) for b in backprop if b.total <= VANISH_BACKPROP]
     values = rel.to_numpy(dtype=np.float64)
+    groups = [lay.model_of(p) for p in params]
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = values / _after_max(values, [lay.model_of(p) for p in params])
+        ratio = values / _after_max(_reference(values, lay, params), groups)
     steps = rel.index.to_numpy(dtype=np.int64)
     window = min(WINDOW, len(steps))
     median = nanmedian(ratio[-window:], axis=0)
-    groups = [lay.model_of(p) for p in params]
     attention = _attention_modules(run)
     bad = [
         i
@@ -222,8 +291,10 @@ def check_vanishing(run: Any) -> list[Finding]:
         )
     ]
     if not bad:
-        return [_vanishing_backprop(lay, b) for b in backprop if b.total <= VANISH_BACKPROP]
-    worst = min(bad, key=lambda i: median[i])
+        return [_vanishing_backprop(run, lay, b) for b in backprop if b.total <= VANISH_BACKPROP]
+    pace = _keeping_pace(run, lay, params, bad, window)
+    slowed = [i for i in bad if i not in pace]
+    worst = min(slowed or bad, key=lambda i: median[i])
     when = onset(steps, np.nan_to_num(ratio[:, worst], nan=1.0) < VANISH_RATIO, window)
     top = int(np.nanargmax(values[-1])) if np.isfinite(values[-1]).any() else len(params) - 1
     modules = [lay.param(params[i]).module for i in bad]
@@ -233,9 +304,27 @@ def check_vanishing(run: Any) -> list[Finding]:
         f"Gradients vanish toward the input: at {lay.label(module)} the gradient, relative to "
         f"its weights, is {fmt(float(median[worst]))} times that of the layers after it "
         f"(median of the last {window} captures, {when.since()}); {len(bad)} of {len(params)} "
-        f"layers are below 1/{int(1 / VANISH_RATIO)}: {names(modules)}. Those layers barely "
-        "learn."
+        f"layers are below 1/{int(1 / VANISH_RATIO)}: {names(modules)}."
     )
+    kept = [lay.param(params[i]).module for i in bad if i in pace]
+    if slowed and kept:
+        message += (
+            f" {names([lay.param(params[i]).module for i in slowed])} barely "
+            f"{'learns' if len(slowed) == 1 else 'learn'}; the optimizer's steps keep "
+            f"{names(kept)} up with the later layers all the same (their updates, "
+            "relative to their weights, are within "
+            f"{fmt(1 / KEEPS_PACE)}x of the largest of the later layers')."
+        )
+    elif slowed:
+        message += " Those layers barely learn."
+    else:
+        message += (
+            " The optimizer's steps make up for it: the updates of those layers, relative to "
+            f"their weights, are {fmt(min(pace.values()))} to {fmt(max(pace.values()))} times "
+            "the largest of the later layers', so they learn at the pace of the rest (an "
+            "optimizer that scales each parameter's step, as Adam does, or a larger learning "
+            "rate for them; under plain SGD they would barely move)."
+        )
     profile = next((b for b in backprop if module in b.modules), None)
     if profile is not None and profile.total < 1:
         message += (
@@ -245,15 +334,16 @@ def check_vanishing(run: Any) -> list[Finding]:
     return [
         Finding(
             check="vanishing_gradients",
-            severity="warning",
+            severity="warning" if slowed else "info",
             layer=module,
             step=when.step,
             cause="architecture",
             message=message,
-            advice=VANISH_ADVICE,
+            advice=_vanish_advice(lay) if slowed else "",
             summary=(
                 f"gradients vanish toward the input: '{module}' gets "
                 f"{fmt(float(median[worst]))} of the later layers' gradient"
+                + ("" if slowed else "; the optimizer's steps make up for it")
             ),
             evidence={
                 "backprop_ratio": profile.total if profile is not None else None,
@@ -265,6 +355,8 @@ def check_vanishing(run: Any) -> list[Finding]:
                 "largest_grad_to_weight": float(nanmedian(values[-window:, top])),
                 "layers": modules,
                 "ratios": {params[i]: float(median[i]) for i in bad},
+                "keeping_pace": {params[i]: v for i, v in pace.items()},
+                "keeps_pace": KEEPS_PACE,
                 "window_captures": window,
             },
         )
@@ -308,8 +400,9 @@ def check_exploding(run: Any) -> list[Finding]:
 
     # by depth: a layer far above every layer after it
     if len(params) >= 2:
+        matrices = _reference(r, lay, params)
         with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = r / _after_max(r, [lay.model_of(p) for p in params])
+            ratio = matrices / _after_max(matrices, [lay.model_of(p) for p in params])
         window = min(WINDOW, len(steps))
         if np.isfinite(ratio[-window:]).any():
             median = nanmedian(ratio[-window:], axis=0)
@@ -398,8 +491,16 @@ def backprop_profiles(run: Any, lay: ModelLayout) -> list[Backprop]:
     if "gradients" not in lay.signals:
         return []
     out = []
+    attention = _attention_modules(run)
     for modules in main_layers(lay).values():
-        modules = same_shape(lay, [m for m in modules if not feeds_normalisation(lay, m)])
+        # projections inside attention branch off the residual path: a query's or key's
+        # gradient is the softmax's to give (small while the logits are), not the depth's
+        modules = [
+            m
+            for m in modules
+            if not feeds_normalisation(lay, m) and not _in_attention(m, attention)
+        ]
+        modules = same_shape(lay, modules)
         if len(modules) < 3:
             continue
         norms = output_grad_norm(run, modules)
@@ -484,25 +585,41 @@ def _exploding_backprop(lay: ModelLayout, b: Backprop) -> Finding:
     )
 
 
-def _vanishing_backprop(lay: ModelLayout, b: Backprop) -> Finding:
+def _vanishing_backprop(run: Any, lay: ModelLayout, b: Backprop) -> Finding:
     first, last = b.modules[0], b.modules[-1]
     message = (
         f"Gradients vanish toward the input: the gradient backpropagated to the outputs of the "
         f"main layers shrinks {fmt(1 / b.total)}x from {lay.label(last)} back to "
         f"{lay.label(first)} (about {fmt(1 / b.per_layer)}x per layer; median of the last "
-        f"{b.window} captures, since step {b.onset}). The early layers barely learn."
+        f"{b.window} captures, since step {b.onset})."
     )
-    return _backprop_finding(
+    params = [p.name for p in lay.params_by_depth(matrices_only=True) if p.requires_grad]
+    early = [i for i, p in enumerate(params) if lay.param(p).module in b.modules[:-1]]
+    pace = _keeping_pace(run, lay, params, early, b.window) if early else {}
+    rescaled = bool(early) and len(pace) == len(early)
+    if rescaled:
+        message += (
+            " Yet the early layers' updates, relative to their weights, are "
+            f"{fmt(min(pace.values()))} to {fmt(max(pace.values()))} times the largest of the "
+            "later layers', so they learn at the pace of the rest."
+        )
+    else:
+        message += " The early layers barely learn."
+    finding = _backprop_finding(
         b,
         "vanishing_gradients",
         message,
-        VANISH_ADVICE,
-        f"the backpropagated gradient shrinks {fmt(1 / b.total)}x toward the input",
+        "" if rescaled else _vanish_advice(lay),
+        f"the backpropagated gradient shrinks {fmt(1 / b.total)}x toward the input"
+        + ("; the optimizer's steps make up for it" if rescaled else ""),
         output_gradient_norms=b.profile,
         threshold=VANISH_BACKPROP,
         window_captures=b.window,
         layers=b.modules[:-1],
+        keeping_pace={params[i]: v for i, v in pace.items()},
+        keeps_pace=KEEPS_PACE,
     )
+    return dataclasses.replace(finding, severity="info") if rescaled else finding
 
 
 def _over_time(
