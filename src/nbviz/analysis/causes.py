@@ -340,6 +340,27 @@ RULES: dict[str, Rule] = {
 }
 
 
+#: Findings that stall the whole model, and how strongly each explains a loss that stays at
+#: chance (``not_learning``): as warnings or errors (an ``info`` stalls nothing).
+STALLS: dict[str, float] = {
+    "dead_units": 0.8,
+    "saturated_units": 0.8,
+    "vanishing_gradients": 0.8,
+    "stuck_weights": 0.7,
+    "bad_init": 0.7,
+    "input_scale": 0.6,
+    "exploding_gradients": 0.6,
+    "attention_collapse": 0.5,
+    "dead_heads": 0.5,
+}
+
+
+def _stalls(c: Finding, e: Finding) -> float:
+    if e.check != "not_learning" or c.severity == "info":
+        return 0.0
+    return STALLS.get(c.check, 0.0)
+
+
 @dataclass(frozen=True)
 class Links:
     """Per finding (by index): the finding it follows from and the root of its chain."""
@@ -355,12 +376,12 @@ def link(findings: Sequence[Finding], ctx: Context) -> Links:
     edges = []
     for i, cause in enumerate(findings):
         rule = RULES.get(cause.check)
-        if rule is None:
+        if rule is None and cause.check not in STALLS:
             continue
         for j, effect in enumerate(findings):
             if i == j:
                 continue
-            strength = rule(ctx, cause, effect)
+            strength = max(rule(ctx, cause, effect) if rule else 0.0, _stalls(cause, effect))
             if strength > 0:
                 step = cause.step if cause.step is not None else 1 << 62
                 edges.append((-strength, step, i, j))
