@@ -107,3 +107,29 @@ def test_a_language_model_on_random_tokens_is_at_chance_over_its_vocabulary(tmp_
         found = run.diagnose()
         row = found[found["check"] == "not_learning"]
         assert len(row) == 1 and row.iloc[0]["evidence"]["outputs"] == config.vocab
+
+
+def test_a_finding_that_stalls_the_model_explains_a_loss_at_chance():
+    from nbviz.analysis.causes import Context, link
+    from nbviz.analysis.checks.finding import Finding
+
+    ctx = Context(layout=None, every=10, first_capture=0)
+    at_chance = Finding(
+        check="not_learning", severity="warning", cause="data", layer="", step=0, message="."
+    )
+
+    def vanishing(severity: str) -> Finding:
+        return Finding(
+            check="vanishing_gradients",
+            severity=severity,
+            cause="architecture",
+            layer="fc1",
+            step=0,
+            message=".",
+        )
+
+    assert link([vanishing("warning"), at_chance], ctx).parent == [None, 0]
+    # an info (the optimizer's steps make up for the gradient) stalls nothing
+    assert link([vanishing("info"), at_chance], ctx).parent == [None, None]
+    # nor does the loss at chance explain anything else
+    assert link([at_chance, vanishing("warning")], ctx).parent == [1, None]
