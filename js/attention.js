@@ -3,6 +3,7 @@
 // (collapsed and uniform heads marked) and its output rms at the capture in view
 // (in each map's title and over the large one), and a chosen map opened large with its
 // tokens: a click on a row (a query) or on a token colours what that token attends to.
+import { axisLabels, layerExtent } from "./lib/attention_extent.js";
 import { rgbToCss, viridis } from "./lib/color.js";
 import { el, fillSelect, on, select } from "./lib/dom.js";
 import { exportMenu } from "./lib/export.js";
@@ -21,26 +22,83 @@ const CHART_W = 380;
 const CHART_H = 170;
 
 /**
- * One map of a (layers, heads, queries, keys) array, scaled to its own maximum.
+ * One map of a (layers, heads, queries, keys) array, scaled to its own maximum: its
+ * first `queries` rows and `keys` columns (the layer's own extent; default all).
  * @param {ArrayLike<number>} data
  * @param {number[]} shape
  * @param {number} layer
  * @param {number} head
- * @returns {{values: Float32Array, raw: Float32Array, max: number}}
+ * @param {{queries: number, keys: number}} [extent]
+ * @returns {{values: Float32Array, raw: Float32Array, max: number, rows: number, cols: number}}
  */
-export function mapOf(data, shape, layer, head) {
+export function mapOf(data, shape, layer, head, extent) {
   const [, heads, q, k] = shape;
-  const size = q * k;
-  const start = (layer * heads + head) * size;
-  const raw = new Float32Array(size);
+  const rows = Math.min(extent?.queries ?? q, q);
+  const cols = Math.min(extent?.keys ?? k, k);
+  const start = (layer * heads + head) * q * k;
+  const raw = new Float32Array(rows * cols);
   let max = 0;
-  for (let i = 0; i < size; i++) {
-    raw[i] = data[start + i];
-    if (raw[i] > max) max = raw[i];
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      const v = data[start + r * k + c];
+      raw[r * cols + c] = v;
+      if (v > max) max = v;
+    }
   }
-  const values = new Float32Array(size);
-  for (let i = 0; i < size; i++) values[i] = max > 0 ? raw[i] / max : 0;
-  return { values, raw, max };
+  const values = new Float32Array(rows * cols);
+  for (let i = 0; i < values.length; i++) values[i] = max > 0 ? raw[i] / max : 0;
+  return { values, raw, max, rows, cols };
+}
+
+/**
+ * Canvas size of a `rows` x `cols` map whose longer side is `side` px (square cells).
+ * @param {number} rows
+ * @param {number} cols
+ * @param {number} side
+ */
+export function mapSize(rows, cols, side) {
+  if (rows <= 0 || cols <= 0) return { width: side, height: side };
+  return rows >= cols
+    ? { width: Math.max(Math.round((side * cols) / rows), 8), height: side }
+    : { width: side, height: Math.max(Math.round((side * rows) / cols), 8) };
+}
+
+/**
+ * The flags line: heads marked at the last capture, grouped by mark, every head of a
+ * layer (or of the model) said once rather than one by one.
+ * @param {string[]} flags per layer*heads
+ * @param {string[]} names
+ * @param {number} heads
+ * @param {number[]} [ownHeads] per layer, its own number of heads
+ * @returns {string}
+ */
+export function flagsText(flags, names, heads, ownHeads = []) {
+  /** @type {Map<string, Array<{layer: number, head: number}>>} */
+  const byFlag = new Map();
+  flags.forEach((f, i) => {
+    if (!f) return;
+    const entry = { layer: Math.floor(i / heads), head: i % heads };
+    byFlag.set(f, [...(byFlag.get(f) ?? []), entry]);
+  });
+  const layers = names.length;
+  const total = Array.from({ length: layers }, (_, l) => ownHeads[l] ?? heads).reduce((a, b) => a + b, 0);
+  const parts = [];
+  for (const [flag, marked] of byFlag) {
+    if (marked.length === total && total > 1) {
+      parts.push(`${flag}: every head (${total})`);
+      continue;
+    }
+    const said = [];
+    for (let l = 0; l < layers; l++) {
+      const own = marked.filter((m) => m.layer === l).map((m) => m.head);
+      if (!own.length) continue;
+      const all = own.length === (ownHeads[l] ?? heads) && own.length > 1;
+      said.push(all ? `${names[l]} every head` : `${names[l]} head${own.length > 1 ? "s" : ""} ${own.join(", ")}`);
+    }
+    const shown = said.slice(0, 8).join("; ");
+    parts.push(`${flag}: ${shown}${said.length > 8 ? `; and ${said.length - 8} more layers` : ""}`);
+  }
+  return parts.length ? `At the last capture: ${parts.join(" | ")}` : "";
 }
 
 /**
@@ -91,6 +149,7 @@ function render({ model, el: root }) {
     ]),
   ]);
 
+  const get = (/** @type {string} */ k) => model.get(k);
   /** @type {{data: ArrayLike<number>, shape: number[]} | null} */
   let maps = null;
   /** @type {{data: ArrayLike<number>, shape: number[]} | null} */
@@ -117,8 +176,10 @@ function render({ model, el: root }) {
     const sel = model.get("selected") || [];
     if (!maps || sel.length !== 2) return null;
     const [layer, head] = sel;
-    if (layer < 0 || layer >= maps.shape[0] || head < 0 || head >= maps.shape[1]) return null;
-    return { layer, head };
+    if (layer < 0 || layer >= maps.shape[0] || head < 0) return null;
+    const extent = layerExtent(get, maps.shape, layer);
+    if (head >= extent.heads) return null;
+    return { layer, head, extent, labels: axisLabels(get, layer, extent.queries, extent.keys) };
   };
 
   // a head's entropy and output rms at the capture in view, as text ("" when neither is known)
@@ -145,20 +206,28 @@ function render({ model, el: root }) {
     for (let h = 0; h < heads; h++) grid.append(el("span", { class: "nbviz-attn-colname", text: `head ${h}` }));
     for (let l = 0; l < layers; l++) {
       grid.append(el("span", { class: "nbviz-attn-rowname", text: names[l] ?? `layer ${l}`, attrs: { title: names[l] ?? "" } }));
+      const extent = layerExtent(get, maps.shape, l);
       for (let h = 0; h < heads; h++) {
+        if (h >= extent.heads) {
+          grid.append(el("span", { class: "nbviz-attn-nohead", attrs: { title: `${names[l] ?? ""} has ${extent.heads} heads` } }));
+          continue;
+        }
+        const flag = flags[l * heads + h];
         const canvas = /** @type {HTMLCanvasElement} */ (
           el("canvas", {
-            class: ["nbviz-attn-cell", flags[l * heads + h] ? `nbviz-${flags[l * heads + h]}` : ""],
+            class: ["nbviz-attn-cell", flag ? `nbviz-${flag}` : ""],
             attrs: {
               "data-layer": l,
               "data-head": h,
-              title: [`${names[l] ?? ""} head ${h}${flags[l * heads + h] ? ` (${flags[l * heads + h]})` : ""}`, headText(l, h)].filter(Boolean).join(": "),
+              "data-queries": extent.queries,
+              "data-keys": extent.keys,
+              title: [`${names[l] ?? ""} head ${h}${flag ? ` (${flag})` : ""}`, headText(l, h)].filter(Boolean).join(": "),
             },
           })
         );
         if (sel && sel.layer === l && sel.head === h) canvas.classList.add("nbviz-selected");
-        const { values } = mapOf(maps.data, maps.shape, l, h);
-        drawHeatmap(canvas, values, { rows: maps.shape[2], cols: maps.shape[3], width: CELL, height: CELL, scale: (v) => viridis(Math.sqrt(v)) });
+        const { values, rows, cols } = mapOf(maps.data, maps.shape, l, h, extent);
+        drawHeatmap(canvas, values, { rows, cols, ...mapSize(rows, cols, CELL), scale: (v) => viridis(Math.sqrt(v)) });
         canvas.addEventListener("click", () => save(model, { selected: [l, h], query: -1 }));
         grid.append(canvas);
       }
@@ -232,52 +301,83 @@ function render({ model, el: root }) {
       : "red: collapsed heads, blue: uniform heads; click a map to follow one head";
   };
 
+  /**
+   * A strip of token spans; `weights` colours them (a query's attention), `pick` is what
+   * a click on position j does.
+   * @param {string[]} labels
+   * @param {{weights?: Float32Array | null, query?: number, pick: (j: number) => void, title: (j: number) => string}} opts
+   */
+  const strip = (labels, opts) => {
+    let rowMax = 0;
+    if (opts.weights) for (const w of opts.weights) rowMax = Math.max(rowMax, w);
+    return labels.map((text, j) => {
+      const span = el("span", {
+        class: ["nbviz-attn-token", j === opts.query ? "nbviz-query" : ""],
+        text,
+        attrs: { "data-pos": j, title: opts.title(j) },
+      });
+      if (opts.weights && rowMax > 0) span.style.background = rgbToCss([216, 27, 96], 0.08 + 0.8 * (opts.weights[j] / rowMax));
+      span.addEventListener("click", () => opts.pick(j));
+      return span;
+    });
+  };
+
   const drawDetail = () => {
     const sel = selected();
     detail.style.display = sel ? "" : "none";
     bigCells = null;
     if (!sel || !maps) return;
     const names = /** @type {string[]} */ (model.get("layers") || []);
-    const tokens = /** @type {string[]} */ (model.get("tokens") || []);
-    const [, , q, k] = maps.shape;
-    const { values, raw } = mapOf(maps.data, maps.shape, sel.layer, sel.head);
+    const { values, raw, rows: q, cols: k } = mapOf(maps.data, maps.shape, sel.layer, sel.head, sel.extent);
+    const { queries: qLabels, keys: kLabels, same } = sel.labels;
     const query = model.get("query");
     const stats = headText(sel.layer, sel.head);
-    bigTitle.textContent = `${names[sel.layer] ?? ""}, head ${sel.head} (step ${formatStep(model.get("shown_step"))}${stats ? `; ${stats}` : ""}): rows are queries, columns keys`;
-    const drawn = drawHeatmap(big, values, {
-      rows: q,
-      cols: k,
-      width: BIG,
-      height: BIG,
-      scale: (v) => viridis(Math.sqrt(v)),
-    });
+    bigTitle.textContent = `${names[sel.layer] ?? ""}, head ${sel.head} (step ${formatStep(model.get("shown_step"))}${stats ? `; ${stats}` : ""}): rows are ${q} queries, columns ${k} keys`;
+    const size = mapSize(q, k, BIG);
+    const drawn = drawHeatmap(big, values, { rows: q, cols: k, ...size, scale: (v) => viridis(Math.sqrt(v)) });
     bigCells = drawn.cellFromEvent;
-    if (query >= 0 && query < q) {
+    const chosen = query >= 0 && query < q;
+    if (chosen) {
       const ctx = /** @type {CanvasRenderingContext2D} */ (big.getContext("2d"));
       ctx.strokeStyle = "#d81b60";
       ctx.lineWidth = 2;
-      ctx.strokeRect(1, (query * BIG) / q, BIG - 2, Math.max(BIG / q, 2));
+      ctx.strokeRect(1, (query * size.height) / q, size.width - 2, Math.max(size.height / q, 2));
     }
-    // the tokens, coloured by the chosen query's attention
-    let rowMax = 0;
-    if (query >= 0 && query < q) for (let j = 0; j < k; j++) rowMax = Math.max(rowMax, raw[query * k + j]);
-    const spans = [];
-    for (let j = 0; j < k; j++) {
-      const w = query >= 0 && query < q ? raw[query * k + j] : 0;
-      const span = el("span", {
-        class: ["nbviz-attn-token", j === query ? "nbviz-query" : ""],
-        text: tokens[j] ?? String(j),
-        attrs: { "data-pos": j, title: query >= 0 ? `weight ${formatNumber(w)}` : "click: what this token attends to" },
-      });
-      if (rowMax > 0) span.style.background = rgbToCss([216, 27, 96], 0.08 + 0.8 * (w / rowMax));
-      span.addEventListener("click", () => save(model, { query: j }));
-      spans.push(span);
+    // the keys, coloured by the chosen query's attention
+    const weights = chosen ? raw.subarray(query * k, query * k + k) : null;
+    const pickQuery = (/** @type {number} */ j) => save(model, { query: j });
+    if (same) {
+      tokenStrip.replaceChildren(
+        ...strip(kLabels, {
+          weights,
+          query,
+          pick: pickQuery,
+          title: (j) => (weights ? `weight ${formatNumber(weights[j])}` : "click: what this token attends to"),
+        }),
+      );
+    } else {
+      // queries and keys are two sequences (a decoder attending to its source)
+      tokenStrip.replaceChildren(
+        el("div", { class: "nbviz-attn-strip nbviz-attn-queries" }, [
+          el("span", { class: "nbviz-attn-striplabel", text: "queries: " }),
+          ...strip(qLabels, { query, pick: pickQuery, title: () => "click: what this query attends to" }),
+        ]),
+        el("div", { class: "nbviz-attn-strip nbviz-attn-keys" }, [
+          el("span", { class: "nbviz-attn-striplabel", text: "keys: " }),
+          ...strip(kLabels, {
+            weights,
+            pick: () => {},
+            title: (j) => (weights ? `weight ${formatNumber(weights[j])}` : "a key: pick a query above"),
+          }),
+        ]),
+      );
+      for (const span of tokenStrip.querySelectorAll(".nbviz-attn-keys .nbviz-attn-token")) span.classList.add("nbviz-attn-key");
     }
-    tokenStrip.replaceChildren(...spans);
-    tokenCaption.textContent =
-      query >= 0 && query < q
-        ? `what "${tokens[query] ?? query}" (position ${query}) attends to: darker is more`
-        : "click a row of the map or a token to see what it attends to";
+    tokenCaption.textContent = chosen
+      ? `what "${qLabels[query] ?? query}" (position ${query}) attends to: darker is more`
+      : same
+        ? "click a row of the map or a token to see what it attends to"
+        : "click a row of the map or a query to see which keys it attends to";
   };
 
   const draw = guard(root, "Drawing the attention maps", () => {
@@ -294,10 +394,8 @@ function render({ model, el: root }) {
     const flags = /** @type {string[]} */ (model.get("flags") || []);
     const names = /** @type {string[]} */ (model.get("layers") || []);
     const heads = maps ? maps.shape[1] : 1;
-    const marked = flags
-      .map((f, i) => (f ? `${names[Math.floor(i / heads)] ?? ""} head ${i % heads}: ${f}` : ""))
-      .filter(Boolean);
-    flagsLine.textContent = marked.length ? `At the last capture: ${marked.join("; ")}` : "";
+    const own = maps ? names.map((_, l) => layerExtent(get, /** @type {number[]} */ (maps?.shape), l).heads) : [];
+    flagsLine.textContent = flagsText(flags, names, heads, own);
     drawGrid();
     drawChart();
     drawDetail();
@@ -311,15 +409,15 @@ function render({ model, el: root }) {
     on(sampleSelect, "change", () => save(model, { sample: Number(sampleSelect.value), query: -1 })),
     bindCells(big, () => bigCells, {
       hover: (cell) => {
-        const tokens = /** @type {string[]} */ (model.get("tokens") || []);
         const sel = selected();
         if (!cell || !sel || !maps) {
           bigCaption.textContent = "";
           return;
         }
-        const { raw } = mapOf(maps.data, maps.shape, sel.layer, sel.head);
-        const w = raw[cell.row * maps.shape[3] + cell.col];
-        bigCaption.textContent = `"${tokens[cell.row] ?? cell.row}" \u2192 "${tokens[cell.col] ?? cell.col}": ${formatNumber(w)}; click to pick this query`;
+        const { raw, cols } = mapOf(maps.data, maps.shape, sel.layer, sel.head, sel.extent);
+        const w = raw[cell.row * cols + cell.col];
+        const { queries, keys } = sel.labels;
+        bigCaption.textContent = `"${queries[cell.row] ?? cell.row}" \u2192 "${keys[cell.col] ?? cell.col}": ${formatNumber(w)}; click to pick this query`;
       },
       leave: () => {
         bigCaption.textContent = "";
@@ -330,7 +428,7 @@ function render({ model, el: root }) {
       decode();
       draw();
     }),
-    listen(model, ["step", "shown_step", "sample", "selected", "query", "tokens", "layers", "flags", "samples", "empty", "error"], draw),
+    listen(model, ["step", "shown_step", "sample", "selected", "query", "tokens", "extents", "axis_tokens", "layers", "flags", "samples", "empty", "error"], draw),
   ];
   decode();
   draw();

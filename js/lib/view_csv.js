@@ -5,6 +5,7 @@
 // (a model's `get`) and returns CSV text (lib/export.js `toCsv`). A view whose
 // browser side holds less than its table (the projector, the data map) asks the
 // kernel for it instead: `fetchTable` (answered by view_data.answer_table_requests).
+import { axisLabels, layerExtent } from "./attention_extent.js";
 import { toCsv } from "./export.js";
 import { decodeArray } from "./wire.js";
 
@@ -130,14 +131,16 @@ function attentionShown(get) {
   const maps = get("maps");
   if (!maps || !maps.data) return null;
   const arr = decodeArray(maps);
-  const [nl, nh, nq, nk] = arr.shape;
+  const [nl, nh] = arr.shape;
+  const extents = Array.from({ length: nl }, (_, l) => layerExtent(get, arr.shape, l));
   const sel = /** @type {number[]} */ (get("selected") ?? []);
-  const one = sel.length === 2 && sel[0] >= 0 && sel[0] < nl && sel[1] >= 0 && sel[1] < nh;
+  const one = sel.length === 2 && sel[0] >= 0 && sel[0] < nl && sel[1] >= 0 && sel[1] < extents[sel[0]].heads;
   /** @type {Array<[number, number]>} */
   const pairs = [];
   if (one) pairs.push([sel[0], sel[1]]);
-  else for (let l = 0; l < nl; l++) for (let h = 0; h < nh; h++) pairs.push([l, h]);
-  return { arr, nh, nq, nk, pairs, one, total: pairs.length * nq * nk };
+  else for (let l = 0; l < nl; l++) for (let h = 0; h < extents[l].heads; h++) pairs.push([l, h]);
+  const total = pairs.reduce((n, [l]) => n + extents[l].queries * extents[l].keys, 0);
+  return { arr, nh, extents, pairs, one, total };
 }
 
 /**
@@ -153,19 +156,20 @@ export function attentionCsv(get, maxRows = ATTENTION_CSV_ROWS) {
   const header = ["step", "sample", "layer", "head", "query", "key", "query_token", "key_token", "weight"];
   const shown = attentionShown(get);
   if (!shown) return toCsv(header, []);
-  const { arr, nh, nq, nk, pairs } = shown;
+  const { arr, nh, extents, pairs } = shown;
+  const [, , nq, nk] = arr.shape;
   const layers = /** @type {string[]} */ (get("layers") ?? []);
-  const tokens = /** @type {string[]} */ (get("tokens") ?? []);
-  const token = (/** @type {number} */ k) => (k < tokens.length ? tokens[k] : String(k));
   const step = Number(get("shown_step"));
   const sample = Number(get("sample"));
   const body = [];
   for (const [l, h] of pairs) {
+    const { queries, keys } = extents[l];
+    const labels = axisLabels(get, l, queries, keys);
     const start = (l * nh + h) * nq * nk;
-    for (let q = 0; q < nq; q++)
-      for (let k = 0; k < nk; k++) {
+    for (let q = 0; q < queries; q++)
+      for (let k = 0; k < keys; k++) {
         if (body.length >= maxRows) return toCsv(header, body);
-        body.push([step, sample, layers[l] ?? String(l), h, q, k, token(q), token(k), Number(arr.data[start + q * nk + k])]);
+        body.push([step, sample, layers[l] ?? String(l), h, q, k, labels.queries[q], labels.keys[k], Number(arr.data[start + q * nk + k])]);
       }
   }
   return toCsv(header, body);

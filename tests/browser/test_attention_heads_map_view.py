@@ -117,7 +117,7 @@ def test_attention_maps_give_each_heads_output_rms_the_dead_one_zero(nb, tmp_pat
         "title", re.compile(r"^blocks\.0\.attn head 1 \(dead\): entropy [0-9.e-]+, output rms 0$")
     )
     expect(cell).to_have_class(re.compile(r"\bnbviz-dead\b"))
-    expect(view.locator(".nbviz-attn-flags")).to_contain_text("blocks.0.attn head 1: dead")
+    expect(view.locator(".nbviz-attn-flags")).to_contain_text("dead: blocks.0.attn head 1")
     alive = view.locator('canvas.nbviz-attn-cell[data-layer="0"][data-head="0"]')
     expect(alive).to_have_attribute(
         "title", re.compile(r"output rms [1-9][0-9.e-]*|output rms 0\.\d")

@@ -24,7 +24,7 @@ def test_attention_maps_scrub_pick_a_head_and_colour_the_tokens(nb, tmp_path: Pa
     # the grid: 2 layers x 4 heads, the planted head marked collapsed
     expect(view.locator("canvas.nbviz-attn-cell")).to_have_count(8)
     expect(view.locator('canvas.nbviz-collapsed[data-layer="1"][data-head="2"]')).to_have_count(1)
-    expect(view.locator(".nbviz-attn-flags")).to_contain_text("blocks.1.attn head 2: collapsed")
+    expect(view.locator(".nbviz-attn-flags")).to_contain_text("collapsed: blocks.1.attn head 2")
     expect(view.locator(".nbviz-attn-step")).to_contain_text("step 9 (capture 4 of 4)")
     # scrub to the first capture
     view.locator(".nbviz-attn-slider").fill("0")

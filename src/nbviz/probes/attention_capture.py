@@ -6,7 +6,11 @@ arguments), at most :data:`~nbviz.probes.attention.MAX_SAMPLES` samples along
 the first dimension (more are cut, with a note). ``tokens`` labels each sample's
 positions for the view: a list (per sample) of lists of strings, or a callable
 mapping a token id to its text; by default, a probe batch whose first tensor
-holds integers (token ids) is labelled with the ids themselves.
+holds integers (token ids) is labelled with the ids themselves. With a callable
+or by default, every other ``(samples, tokens)`` tensor of integers in the batch
+(an encoder-decoder's ``decoder_input_ids``) is labelled too (the meta's
+``token_sets``): the view labels each map's queries and keys with the sequence of
+their length.
 
 At every histogram step (``hist_every``) the maps are recorded once the step's
 update is done (see :mod:`nbviz.probes.attention` for how, and for the cost):
@@ -95,6 +99,25 @@ def _token_texts(first: torch.Tensor, tokens: Any) -> list[list[str]] | None:
     return out
 
 
+def _integer_sequences(inputs: Any) -> list[tuple[str, torch.Tensor]]:
+    """The ``(samples, tokens)`` integer tensors of a probe batch, named by key or position."""
+    if isinstance(inputs, torch.Tensor):
+        items: list[tuple[str, Any]] = [("0", inputs)]
+    elif isinstance(inputs, dict):
+        items = [(str(k), v) for k, v in inputs.items()]
+    else:
+        items = [(str(i), v) for i, v in enumerate(inputs)]
+    return [
+        (name, v)
+        for name, v in items
+        if isinstance(v, torch.Tensor)
+        and v.dim() == 2
+        and not v.dtype.is_floating_point
+        and not v.dtype.is_complex
+        and v.dtype is not torch.bool
+    ]
+
+
 class AttentionCapture:
     """A probe's attention maps of one probe batch (see the module docstring)."""
 
@@ -124,6 +147,15 @@ class AttentionCapture:
         if texts is not None:
             texts = texts[: first.shape[0]]
         self.tokens = texts
+        # each sequence of ids in the batch, labelled alike (given texts name the first only)
+        self.token_sets: list[dict[str, Any]] = []
+        if texts is not None and (tokens is None or callable(tokens)):
+            for name, ids in _integer_sequences(inputs):
+                labelled = texts if ids is first else _token_texts(ids, tokens)
+                if labelled is not None:
+                    self.token_sets.append({"name": name, "tokens": labelled[: first.shape[0]]})
+        elif texts is not None:
+            self.token_sets.append({"name": "tokens", "tokens": texts})
         self.samples = int(first.shape[0])
         self.prefix = prefix
         self._names = {id(m): prefix + n for n, m in model.named_modules() if n}
@@ -136,6 +168,7 @@ class AttentionCapture:
         return {
             "samples": self.samples,
             "tokens": self.tokens,
+            "token_sets": self.token_sets,
             "layers": sorted(self._positions, key=self._positions.__getitem__),
             "heads": self._heads,
             "kinds": self._kinds,

@@ -10,6 +10,12 @@ RMS at the capture in view (0 for a dead head); a click on a map opens it large
 with its tokens, and a click on a query token (a row of the map, or the token
 itself) colours the tokens it attends to.
 
+Each map is drawn at its own extent, queries by keys: an encoder-decoder's
+cross-attention is as wide as the source and as tall as the target, and no layer is
+padded to another's length. Queries and keys are labelled with the probe batch's
+sequence of their length (its ``token_sets``: the source's ids, the decoder's);
+where none, or two that differ, have that length, with their positions.
+
 Traits the browser sets: ``step`` (the slider over the captures), ``sample``,
 ``selected`` (``[layer index, head]`` or empty) and ``query`` (a position, or -1).
 """
@@ -59,6 +65,13 @@ def head_flags(entropy: np.ndarray, output_rms: np.ndarray | None = None) -> lis
     return out
 
 
+def _labels(sets: list[list[str]], n: int) -> list[str]:
+    """The labels of ``n`` positions: the one sequence of that length (or several that
+    read alike), else the positions themselves."""
+    fits = {tuple(t) for t in sets if len(t) == n}
+    return list(fits.pop()) if len(fits) == 1 else [str(i) for i in range(n)]
+
+
 class AttentionMaps(LiveView):
     """Attention maps of the probe batch: layer x head grid, entropy over steps.
 
@@ -89,6 +102,13 @@ class AttentionMaps(LiveView):
     layers = traitlets.List(traitlets.Unicode()).tag(sync=True)
     samples = traitlets.Int(0).tag(sync=True)
     tokens = traitlets.List(traitlets.Unicode(), help="The shown sample's tokens.").tag(sync=True)
+    extents = traitlets.List(
+        traitlets.List(traitlets.Int()), help="Per layer, [heads, queries, keys] of its maps."
+    ).tag(sync=True)
+    axis_tokens = traitlets.List(
+        traitlets.List(traitlets.List(traitlets.Unicode())),
+        help="Per layer, [query labels, key labels] of the shown sample.",
+    ).tag(sync=True)
     shown_step = traitlets.Int(-1, help="The capture step of the maps shown.").tag(sync=True)
     capture_steps = traitlets.Dict(help="Steps with maps (float64).").tag(sync=True)
     maps = traitlets.Dict(help="(layers, heads, queries, keys) maps of the sample.").tag(sync=True)
@@ -182,6 +202,8 @@ class AttentionMaps(LiveView):
             self.shown_step = -1
             self.maps = {}
             self.tokens = []
+            self.extents = []
+            self.axis_tokens = []
             return
         at = int(steps[i])
         per_layer = [self._run.attention(at, layer) for layer in self.layers]
@@ -189,13 +211,37 @@ class AttentionMaps(LiveView):
         heads = max(m.shape[1] for m in per_layer)
         n_q = max(m.shape[2] for m in per_layer)
         n_k = max(m.shape[3] for m in per_layer)
+        # one array for the wire; each layer's maps fill its own extent of it (the rest is
+        # no attention at all: the views and data() stop at the extent)
         grid = np.zeros((len(per_layer), heads, n_q, n_k), dtype=np.float32)
         for j, m in enumerate(per_layer):
-            grid[j, : m.shape[1], : m.shape[2], : m.shape[3]] = m[s]
+            grid[j, : m.shape[1], : m.shape[2], : m.shape[3]] = m[min(s, m.shape[0] - 1)]
+        sets = self._token_sets(s)
+        self.extents = [[int(m.shape[1]), int(m.shape[2]), int(m.shape[3])] for m in per_layer]
+        self.axis_tokens = [
+            [_labels(sets, int(m.shape[2])), _labels(sets, int(m.shape[3]))] for m in per_layer
+        ]
         self.maps = array_trait_payload(grid, dtype="<f4")
         tokens = self._tokens[s] if isinstance(self._tokens, list) and s < len(self._tokens) else []
         self.tokens = [str(t) for t in tokens][:n_k] or [str(k) for k in range(n_k)]
         self.shown_step = at
+
+    def _token_sets(self, sample: int) -> list[list[str]]:
+        """The shown sample's labelled sequences (the meta's ``token_sets``, or its
+        ``tokens`` in a run recorded before them); what is not a list of strings is left out."""
+        meta = self._run.meta("attention") or {}
+        if not isinstance(meta, dict):
+            return []
+        entries = meta.get("token_sets")
+        if not isinstance(entries, list):
+            entries = [{"tokens": meta.get("tokens")}]
+        out = []
+        for entry in entries:
+            rows = entry.get("tokens") if isinstance(entry, dict) else None
+            row = rows[sample] if isinstance(rows, list) and sample < len(rows) else None
+            if isinstance(row, list):
+                out.append([str(t) for t in row])
+        return out
 
     # -- reactions ---------------------------------------------------------------------------
 
@@ -273,23 +319,36 @@ class AttentionMaps(LiveView):
         if not grid.size:
             return frame([], columns)
         layers, heads = self._pick(layer, head)
-        sub = grid[np.ix_(layers, heads)]
-        li, hi, qi, ki = (a.reshape(-1) for a in np.indices(sub.shape))
-        tokens = list(self.tokens) + [str(k) for k in range(len(self.tokens), sub.shape[3])]
-        return frame(
-            {
-                "step": np.full(sub.size, self.shown_step, dtype=np.int64),
-                "sample": np.full(sub.size, self.sample, dtype=np.int64),
-                "layer": [self.layers[layers[i]] for i in li],
-                "head": np.asarray(heads)[hi],
-                "query": qi,
-                "key": ki,
-                "query_token": [tokens[q] for q in qi],
-                "key_token": [tokens[k] for k in ki],
-                "weight": sub.reshape(-1).astype(np.float64),
-            },
-            columns,
-        )
+        parts: dict[str, list[Any]] = {c: [] for c in columns}
+        for li in layers:
+            n_h, n_q, n_k = self._extent(li, grid)
+            q_labels, k_labels = self._axis_labels(li, n_q, n_k)
+            own = [h for h in heads if h < n_h]
+            sub = grid[li, own, :n_q, :n_k]
+            hi, qi, ki = (a.reshape(-1) for a in np.indices(sub.shape))
+            parts["step"].append(np.full(sub.size, self.shown_step, dtype=np.int64))
+            parts["sample"].append(np.full(sub.size, self.sample, dtype=np.int64))
+            parts["layer"].append(np.full(sub.size, self.layers[li], dtype=object))
+            parts["head"].append(np.asarray(own, dtype=np.int64)[hi])
+            parts["query"].append(qi)
+            parts["key"].append(ki)
+            parts["query_token"].append(np.asarray(q_labels, dtype=object)[qi])
+            parts["key_token"].append(np.asarray(k_labels, dtype=object)[ki])
+            parts["weight"].append(sub.reshape(-1).astype(np.float64))
+        return frame({c: np.concatenate(v) for c, v in parts.items()}, columns)
+
+    def _extent(self, layer: int, grid: np.ndarray) -> tuple[int, int, int]:
+        """``(heads, queries, keys)`` of a layer's maps: its own, within the grid."""
+        extent = self.extents[layer] if layer < len(self.extents) else None
+        if extent and len(extent) == 3:
+            return tuple(min(int(e), n) for e, n in zip(extent, grid.shape[1:], strict=True))
+        return grid.shape[1], grid.shape[2], grid.shape[3]
+
+    def _axis_labels(self, layer: int, n_q: int, n_k: int) -> tuple[list[str], list[str]]:
+        pair = self.axis_tokens[layer] if layer < len(self.axis_tokens) else None
+        if pair and len(pair) == 2 and len(pair[0]) == n_q and len(pair[1]) == n_k:
+            return list(pair[0]), list(pair[1])
+        return [str(i) for i in range(n_q)], [str(i) for i in range(n_k)]
 
     def figure(self, layer: int | str | None = None, head: int | None = None) -> Any:
         """One map (default: the one opened large, else the first layer's first head)
@@ -299,7 +358,8 @@ class AttentionMaps(LiveView):
         if layer is None and head is None and self.selected:
             layer, head = self.selected
         layers, heads = self._pick(0 if layer is None else layer, 0 if head is None else head)
-        grid = self._grid()[layers[0], heads[0]]
+        _, n_q, n_k = self._extent(layers[0], self._grid())
+        grid = self._grid()[layers[0], heads[0], :n_q, :n_k]
         return heatmap_figure(
             grid,
             title=f"{self.layers[layers[0]]} head {heads[0]}, sample {self.sample}, "
@@ -322,9 +382,15 @@ AttentionMaps._css = view_css(
 .nbviz-attn-cell.nbviz-collapsed { outline: 2px dashed #c62828; }
 .nbviz-attn-cell.nbviz-uniform { outline: 2px dashed #1565c0; }
 .nbviz-attn-cell.nbviz-dead { outline: 2px solid #616161; opacity: 0.55; }
+.nbviz-attn-cell, .nbviz-attn-nohead { justify-self: center; }
 .nbviz-attn-detail { display: flex; flex-direction: column; gap: 6px; max-width: 520px; }
 .nbviz-attn-big { cursor: crosshair; }
 .nbviz-attn-tokens { display: flex; flex-wrap: wrap; gap: 2px; font-family: monospace; }
+.nbviz-attn-strip { display: flex; flex-wrap: wrap; gap: 2px; align-items: baseline;
+  width: 100%; }
+.nbviz-attn-striplabel { font-family: sans-serif; font-size: 0.85em; min-width: 4.5em;
+  color: var(--jp-ui-font-color2, #616161); }
+.nbviz-attn-token.nbviz-attn-key { cursor: default; }
 .nbviz-attn-token { padding: 1px 3px; border-radius: 3px; cursor: pointer;
   border: 1px solid var(--jp-border-color2, #e0e0e0); }
 .nbviz-attn-token.nbviz-query { border-color: #d81b60; font-weight: 700; }
