@@ -20,8 +20,10 @@ that one forward a :class:`~torch.overrides.TorchFunctionMode` sees every call o
 * attention written out by hand (Hugging Face's ``eager`` attention, most
   hand-written transformers): a softmax over the last dimension of a tensor of
   four or more dimensions, ``(batch, heads, queries, keys)``, whose result (kept
-  through a dropout or a change of dtype) is then multiplied by the values: the
-  softmax's result is the map, the product the heads' output.
+  through a dropout or a change of dtype) is then multiplied by the values (``@``,
+  ``matmul``, or an ``einsum`` summing over the keys, its result read in the layout
+  its equation writes: :func:`einsum_weighted`): the softmax's result is the map,
+  the product the heads' output.
 
 Each call is named after the innermost module running it (``blocks.0.attn``,
 ``encoder.layers.1.self_attn``; a second call inside one module gets ``#1``).
@@ -99,8 +101,39 @@ _CARRY = frozenset(
 )
 #: A product of attention weights by values.
 _MATMUL = frozenset((torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__))
+#: The same product written as an Einstein sum (``"bhqk,bhkd->bhqd"``).
+_EINSUM = torch.einsum
 #: Every call :class:`AttentionCalls` looks at; the rest run untouched.
-SEEN_CALLS = frozenset((_SDPA, _MHA, *_SOFTMAX, *_CARRY, *_MATMUL))
+SEEN_CALLS = frozenset((_SDPA, _MHA, *_SOFTMAX, *_CARRY, *_MATMUL, _EINSUM))
+
+
+def einsum_weighted(
+    equation: Any, a: Any, b: Any, result: Any, weights_first: bool
+) -> torch.Tensor | None:
+    """``result`` of an Einstein sum of attention weights (``(..., heads, queries, keys)``)
+    by values, laid out as ``(..., heads, queries, head_dim)``; None when the equation
+    is not such a product (keys not summed, heads or queries not kept, no single value
+    dimension, an ellipsis or a sum of the weights alone)."""
+    if not isinstance(equation, str) or "->" not in equation or "." in equation:
+        return None
+    if not isinstance(result, torch.Tensor):
+        return None
+    inputs, out = equation.replace(" ", "").split("->")
+    parts = inputs.split(",")
+    if len(parts) != 2:
+        return None
+    sw, sv = parts if weights_first else parts[::-1]
+    weights = a if weights_first else b
+    if not isinstance(weights, torch.Tensor) or len(sw) != weights.dim() or len(sw) < 4:
+        return None
+    h, q, k = sw[-3], sw[-2], sw[-1]
+    if k in out or k not in sv or h not in out or q not in out:
+        return None
+    values = [c for c in out if c not in sw]
+    if len(values) != 1 or len(out) != result.dim():
+        return None
+    batch = [c for c in out if c in sw and c not in (h, q)]
+    return result.permute([out.index(c) for c in (*batch, h, q, values[0])])
 
 
 def sdpa_weights(
@@ -272,7 +305,30 @@ class AttentionCalls(TorchFunctionMode):
                 if not self.KEEPS_WEIGHTS:
                     self._weights.pop(id(args[0]), None)  # consumed: held no longer
                 self.on_weighted(self._name(), weights, result)
+        elif func is _EINSUM:
+            self._einsum(args, kwargs, result)
         return result
+
+    def _einsum(self, args: Any, kwargs: dict[str, Any], result: Any) -> None:
+        """An Einstein sum of kept attention weights by values: weighted as a matmul is."""
+        equation = args[0] if args else kwargs.get("equation")
+        operands = list(args[1:])
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = list(operands[0])
+        if len(operands) != 2:
+            return
+        for first in (True, False):
+            given = operands[0] if first else operands[1]
+            weights = self._carried(given)
+            if weights is None:
+                continue
+            laid = einsum_weighted(equation, operands[0], operands[1], result, first)
+            if laid is None:
+                return
+            if not self.KEEPS_WEIGHTS:
+                self._weights.pop(id(given), None)
+            self.on_weighted(self._name(), weights, laid)
+            return
 
     def _softmax(self, args: Any, kwargs: dict[str, Any], result: Any) -> None:
         """Keep a softmax's result over the keys of ``(batch, heads, queries, keys)`` scores."""
