@@ -76,3 +76,37 @@ def test_two_sequences_of_one_length_leave_the_positions_unnamed(tmp_path):
         view = nbviz.AttentionMaps(run)
         labels = dict(zip(view.layers, view.axis_tokens, strict=True))
         assert labels[CROSS] == [[str(i) for i in range(SOURCE)]] * 2
+
+
+def test_a_mask_and_token_types_beside_the_ids_do_not_unname_them(tmp_path):
+    """A BERT probe batch as a tokenizer gives it: the mask and the token types have as
+    many positions as the ids, but are no tokens."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=50,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=16,
+    )
+    model = transformers.BertForSequenceClassification(config)
+    ids = torch.randint(2, 50, (1, SOURCE), generator=torch.Generator().manual_seed(0))
+    probe = {
+        "input_ids": ids,
+        "attention_mask": torch.ones(1, SOURCE, dtype=torch.long),
+        "token_type_ids": torch.zeros(1, SOURCE, dtype=torch.long),
+    }
+    with nbviz.Run(tmp_path / "run") as run:
+        run.watch(model, every=1, attention=probe, tokens=lambda i: f"w{i}")
+        loss = model(input_ids=ids, labels=torch.tensor([1])).loss
+        loss.backward()
+        run.log(0, train_loss=loss)
+        run.flush()
+        names = [s["name"] for s in run.meta("attention")["token_sets"]]
+        assert names == ["input_ids"]
+        view = nbviz.AttentionMaps(run)
+        words = [f"w{i}" for i in ids[0].tolist()]
+        assert view.axis_tokens == [[words, words]]

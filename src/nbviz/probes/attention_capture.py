@@ -8,8 +8,8 @@ positions for the view: a list (per sample) of lists of strings, or a callable
 mapping a token id to its text; by default, a probe batch whose first tensor
 holds integers (token ids) is labelled with the ids themselves. With a callable
 or by default, every other ``(samples, tokens)`` tensor of integers in the batch
-(an encoder-decoder's ``decoder_input_ids``) is labelled too (the meta's
-``token_sets``): the view labels each map's queries and keys with the sequence of
+(an encoder-decoder's ``decoder_input_ids``; not a mask, token types or positions) is
+labelled too (the meta's ``token_sets``): the view labels each map's queries and keys with the sequence of
 their length.
 
 At every histogram step (``hist_every``) the maps are recorded once the step's
@@ -99,8 +99,15 @@ def _token_texts(first: torch.Tensor, tokens: Any) -> list[list[str]] | None:
     return out
 
 
-def _integer_sequences(inputs: Any) -> list[tuple[str, torch.Tensor]]:
-    """The ``(samples, tokens)`` integer tensors of a probe batch, named by key or position."""
+#: Keyword arguments of a batch that hold integers per position but are no token ids.
+_NOT_IDS = ("mask", "type", "position", "label")
+
+
+def _integer_sequences(inputs: Any, first: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+    """The ``(samples, tokens)`` tensors of token ids in a probe batch, named by key or
+    position: ``first`` (the batch's first tensor, labelled already), and integers, not
+    only 0 and 1 (a mask), not under a name that says they are something else
+    (``attention_mask``, ``token_type_ids``, ``position_ids``, labels)."""
     if isinstance(inputs, torch.Tensor):
         items: list[tuple[str, Any]] = [("0", inputs)]
     elif isinstance(inputs, dict):
@@ -110,12 +117,19 @@ def _integer_sequences(inputs: Any) -> list[tuple[str, torch.Tensor]]:
     return [
         (name, v)
         for name, v in items
-        if isinstance(v, torch.Tensor)
-        and v.dim() == 2
+        if v is first or (isinstance(v, torch.Tensor) and _holds_ids(name, v))
+    ]
+
+
+def _holds_ids(name: str, v: torch.Tensor) -> bool:
+    return (
+        v.dim() == 2
         and not v.dtype.is_floating_point
         and not v.dtype.is_complex
         and v.dtype is not torch.bool
-    ]
+        and not any(word in name.lower() for word in _NOT_IDS)
+        and bool(((v != 0) & (v != 1)).any())
+    )
 
 
 class AttentionCapture:
@@ -150,7 +164,7 @@ class AttentionCapture:
         # each sequence of ids in the batch, labelled alike (given texts name the first only)
         self.token_sets: list[dict[str, Any]] = []
         if texts is not None and (tokens is None or callable(tokens)):
-            for name, ids in _integer_sequences(inputs):
+            for name, ids in _integer_sequences(inputs, first):
                 labelled = texts if ids is first else _token_texts(ids, tokens)
                 if labelled is not None:
                     self.token_sets.append({"name": name, "tokens": labelled[: first.shape[0]]})
