@@ -8,9 +8,9 @@ positions for the view: a list (per sample) of lists of strings, or a callable
 mapping a token id to its text; by default, a probe batch whose first tensor
 holds integers (token ids) is labelled with the ids themselves. With a callable
 or by default, every other ``(samples, tokens)`` tensor of integers in the batch
-(an encoder-decoder's ``decoder_input_ids``; not a mask, token types or positions) is
-labelled too (the meta's ``token_sets``): the view labels each map's queries and keys with the sequence of
-their length.
+(an encoder-decoder's ``decoder_input_ids``; not a mask, token types or positions)
+is labelled too (the meta's ``token_sets``): the view labels each map's queries and
+keys with the sequence of their length.
 
 At every histogram step (``hist_every``) the maps are recorded once the step's
 update is done (see :mod:`nbviz.probes.attention` for how, and for the cost):
