@@ -92,6 +92,24 @@ describe("view CSVs", () => {
     assert.equal(attentionCsvNote(get), "");
   });
 
+  it("stops at each layer's own extent, its queries and keys named by their own tokens", () => {
+    // a decoder's cross-attention, 1 query x 2 keys, padded to 2 x 2 beside a 2 x 2 layer
+    const maps = encodeArray(Float32Array.from([0.25, 0.75, 9, 9, 1, 0, 0.5, 0.5]), [2, 1, 2, 2]);
+    const get = getter({
+      maps,
+      layers: ["cross", "self"],
+      extents: [[1, 1, 2], [1, 2, 2]],
+      axis_tokens: [[["t"], ["s0", "s1"]], [["s0", "s1"], ["s0", "s1"]]],
+      shown_step: 4,
+      sample: 0,
+      selected: [],
+    });
+    const rows = lines(attentionCsv(get));
+    assert.equal(rows.length, 1 + 2 + 4); // no row of the padding (the 9s)
+    assert.deepEqual(rows.slice(1, 3), ["4,0,cross,0,0,0,t,s0,0.25", "4,0,cross,0,0,1,t,s1,0.75"]);
+    assert.equal(rows[4], "4,0,self,0,0,1,s0,s1,0");
+  });
+
   it("stops at a row limit and says so, where the grid holds more weights", () => {
     // 12 layers x 12 heads of 512 x 512 maps: 37.7 million weights, never laid out in full
     const shape = [12, 12, 512, 512];
