@@ -128,6 +128,12 @@ def _client(runtime_dir: Path, kernel_id: str) -> Any:
     return kc
 
 
+#: Seconds a session's JupyterLab server may live: the whole browser suite runs in one
+#: server, 15-17 minutes on a slow day on 2 cores (at 900 s the server was stopped under
+#: the last tests).
+SERVER_LIFETIME = 3600
+
+
 @contextlib.contextmanager
 def running_lab(tmp: Path) -> Iterator[Lab]:
     """A JupyterLab server in isolated dirs under ``tmp``, serving a temporary root.
@@ -135,7 +141,9 @@ def running_lab(tmp: Path) -> Iterator[Lab]:
     The root starts as a copy of notebooks/ (Lab autosaves; the repo's files stay
     clean); tests add their own notebooks with ``write_notebook``. The kernel imports
     this checkout's nbviz, whatever is installed. The server is bounded by ``timeout``
-    and stopped with the process group it was started in (nothing else).
+    (:data:`SERVER_LIFETIME`, a guard against a server left behind by a session that
+    died, not a test budget) and stopped with the process group it was started in
+    (nothing else).
     """
     root = tmp / "nb"
     if NOTEBOOK_DIR.is_dir():
@@ -166,7 +174,7 @@ def running_lab(tmp: Path) -> Iterator[Lab]:
     log = tmp / "server.log"
     command = [
         "timeout",
-        "900",
+        str(SERVER_LIFETIME),
         sys.executable,
         "-m",
         "jupyter",
