@@ -1,5 +1,10 @@
 """Attention maps of a fixed probe batch: what each head of each layer looks at.
 
+About 520 lines because the discovery of attention calls (SDPA, MultiheadAttention,
+a softmax then a product with the values by matmul or einsum) is shared by the maps
+and by the per-head statistics (:mod:`.heads`); the rows it writes are apart
+(:mod:`.attention_capture`).
+
 ``run.watch(model, attention=probe_batch)`` runs the model once more on
 ``probe_batch`` at every histogram step (``hist_every``), after that step's
 update, in eval mode under ``torch.no_grad()`` and with the random number

@@ -1,8 +1,9 @@
 """``vanishing_gradients`` and ``exploding_gradients``: gradient size by depth and over time.
 
-About 550 lines because the two checks read the same gradient matrices and the
-same backpropagated profile, and a layer's candidates of both kinds are ranked
-together; the per-layer signals by depth are already apart (:mod:`.depth`).
+About 660 lines because the two checks read the same gradient matrices, the
+same backpropagated profile and the same update ratios (whether a layer keeps
+pace), and a layer's candidates of both kinds are ranked together; the per-layer
+signals by depth are already apart (:mod:`.depth`).
 
 Both read the parameter gradients of weight matrices and kernels (rank >= 2)
 at each capture, scaled by the weights they update: ``||g|| / ||w||``, the
