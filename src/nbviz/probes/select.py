@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from torch import nn
+from torch.nn.utils import parametrize
 
 from nbviz.stacks import stacks
 
@@ -78,14 +79,57 @@ def _matches(pattern: LayerPattern, name: str, module: nn.Module) -> bool:
 
 
 def _has_direct_params(module: nn.Module) -> bool:
-    return any(True for _ in module.parameters(recurse=False))
+    return any(True for _ in own_parameters(module))
+
+
+def _parametrizations(module: nn.Module) -> nn.ModuleDict | None:
+    """The modules that compute ``module``'s parametrized tensors (``weight_norm``,
+    ``spectral_norm``...: ``torch.nn.utils.parametrize``), or None."""
+    held = getattr(module, "parametrizations", None)
+    if parametrize.is_parametrized(module) and isinstance(held, nn.ModuleDict):
+        return held
+    return None
+
+
+def own_parameters(module: nn.Module) -> list[nn.Parameter]:
+    """The parameters ``module`` holds itself, with the originals of its parametrized
+    tensors (a ``weight_norm`` layer's ``weight.original0``/``original1``): torch keeps
+    those in submodules, but they are the layer's weight as far as a user is concerned."""
+    own = list(module.parameters(recurse=False))
+    held = _parametrizations(module)
+    if held is not None:
+        own += list(held.parameters())
+    return own
+
+
+def children(module: nn.Module) -> list[nn.Module]:
+    """``module``'s submodules that are layers: not the ones computing its parametrized
+    tensors (a ``ParametrizedLinear`` is a leaf, as the ``Linear`` it was)."""
+    held = _parametrizations(module)
+    return [c for c in module.children() if c is not held]
+
+
+def _parametrization_parts(model: nn.Module) -> set[int]:
+    """``id`` of every module that computes some parametrized tensor in ``model``."""
+    parts: set[int] = set()
+    for module in model.modules():
+        held = _parametrizations(module)
+        if held is not None:
+            parts.update(id(m) for m in held.modules())
+    return parts
 
 
 def named_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    """Every submodule with its qualified name, wrapper prefixes stripped, root excluded."""
+    """Every submodule with its qualified name, wrapper prefixes stripped, root excluded.
+
+    The modules that compute a parametrized weight (``conv.parametrizations.weight``
+    and what it holds) are left out: they are part of the layer's weight, and their
+    output is that weight, not something the network computes from its input.
+    """
     out = []
+    parts = _parametrization_parts(model)
     for name, module in model.named_modules():
-        if module is model or name == "":
+        if module is model or name == "" or id(module) in parts:
             continue
         clean = strip_wrapper_prefix(name)
         if clean == "":  # the wrapped model itself (DDP's .module)
@@ -120,11 +164,10 @@ def select_modules(
         chosen_names = {
             n
             for n, m in candidates
-            if (not any(True for _ in m.children()) or _has_direct_params(m))
-            and not isinstance(m, SKIPPED_BY_DEFAULT)
+            if (not children(m) or _has_direct_params(m)) and not isinstance(m, SKIPPED_BY_DEFAULT)
         }
         skipped = [
-            n for n, m in candidates if isinstance(m, SKIPPED_BY_DEFAULT) and not list(m.children())
+            n for n, m in candidates if isinstance(m, SKIPPED_BY_DEFAULT) and not children(m)
         ]
         if skipped:
             notes.append(
@@ -190,7 +233,7 @@ def stack_blocks(model: nn.Module) -> list[list[str]]:
         first = by_name[stack[0]]
         if not isinstance(parents.get(id(first)), nn.ModuleList | nn.Sequential):
             continue
-        if not any(True for _ in first.children()) or not _computes(first):
+        if not children(first) or not _computes(first):
             continue
         found.append(stack)
     return found

@@ -6,7 +6,7 @@ from typing import Any
 
 from torch import nn
 
-from nbviz.probes.select import named_modules
+from nbviz.probes.select import named_modules, own_parameters
 
 
 def torch_base(module: nn.Module) -> str | None:
@@ -31,14 +31,15 @@ def model_summary(
     """One row per module in ``named_modules`` order (the declaration order).
 
     ``params`` counts the module's parameters including its children's;
-    ``own_params`` only those it holds itself; ``base`` is :func:`torch_base`. ``prefix``
+    ``own_params`` only those it holds itself (with its parametrized tensors' originals:
+    :func:`~nbviz.probes.select.own_parameters`); ``base`` is :func:`torch_base`. ``prefix``
     starts every name (a probe's ``name=``); ``shapes``, ``selected`` and ``notes`` use
     the prefixed names.
     """
     rows = []
     for local, module in named_modules(model):
         name = prefix + local
-        own = sum(p.numel() for p in module.parameters(recurse=False))
+        own = sum(p.numel() for p in own_parameters(module))
         total = sum(p.numel() for p in module.parameters())
         trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
         rows.append(

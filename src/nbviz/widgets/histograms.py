@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import traitlets
 
+from nbviz.param_names import module_of
 from nbviz.store import MissingStepError, RunFileError
 from nbviz.widgets.checks import check_choice, check_known
 from nbviz.widgets.frontend import esm
@@ -136,7 +137,7 @@ class Histograms(LiveView):
         order = self._order()
 
         def key(name: str) -> tuple[int, str]:
-            owner = name if name in order else name.rpartition(".")[0]
+            owner = name if name in order else module_of(name)
             return order.get(owner, len(order)), name
 
         self.layer_choices = sorted(layers, key=key)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from nbviz.analysis.dead_heads import dead_heads
+from nbviz.param_names import short_name
 from nbviz.store import MissingStepError
 from nbviz.widgets.layer_table import main_weight
 from nbviz.widgets.sampling import count_text, evenly
@@ -76,7 +77,7 @@ def _wanted_series(row: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(signal, layer or parameter, label) of each series the detail of ``row`` shows."""
     name = row["name"]
     wanted = [("activation", name, "activations"), ("gradient", name, "gradient of the output")]
-    shorts = [(p, p.rpartition(".")[2]) for p in row["own_params"]]
+    shorts = [(p, short_name(p)) for p in row["own_params"]]
     wanted += [("gradient", p, f"gradient of {short}") for p, short in shorts]
     for p, short in shorts:
         wanted += [("weight", p, f"{short}"), ("update", p, f"update of {short}")]

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from nbviz.param_names import module_of, short_name
 from nbviz.widgets.sampling import count_text, evenly
 from nbviz.widgets.wire import floats_payload, steps_payload
 
@@ -98,8 +99,8 @@ def layer_rows(
         name = str(rec.get("name") or "")
         if not name:
             continue  # the root module: its numbers are the model's
-        own = [p for p in params if p.rpartition(".")[0] == name] or sorted(
-            p for p in recorded if p.rpartition(".")[0] == name and p not in frame["name"].values
+        own = [p for p in params if module_of(p) == name] or sorted(
+            p for p in recorded if module_of(p) == name and p not in frame["name"].values
         )
         rows.append(_row(name, own, rec, recorded))
     if not rows:
@@ -109,7 +110,7 @@ def layer_rows(
             return n in params or (owner in recorded and leaf in ("weight", "bias"))
 
         for name in sorted(n for n in recorded if not is_param(n)):
-            own = sorted(p for p in recorded if p.rpartition(".")[0] == name and is_param(p))
+            own = sorted(p for p in recorded if module_of(p) == name and is_param(p))
             rows.append(_row(name, own, None, recorded))
     if rows or recorded:
         taken = {r["name"] for r in rows}
@@ -231,7 +232,7 @@ def main_weight(row: dict[str, Any]) -> str | None:
     own = row["own_params"]
     if f"{row['name']}.weight" in own:
         return f"{row['name']}.weight"
-    leaves = [(p, p.rpartition(".")[2]) for p in own]
+    leaves = [(p, short_name(p)) for p in own]
     named = [p for p, leaf in leaves if "weight" in leaf]
     if named:
         return named[0]

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nbviz.param_names import module_of
+
 
 @dataclass(frozen=True)
 class Param:
@@ -82,11 +84,6 @@ class ModelLayout:
         if not known:
             return chosen
         return sorted(chosen, key=lambda p: (self.depth(p.module), self.params.index(p)))
-
-
-def module_of(param_name: str) -> str:
-    """The module that holds a parameter: ``"block.0.weight"`` -> ``"block.0"``."""
-    return param_name.rsplit(".", 1)[0] if "." in param_name else ""
 
 
 def layout(run: Any) -> ModelLayout | None:
