@@ -248,6 +248,7 @@ class StepClock:
         )
         self._capture_hist = capture and self._tag % self.hist_every == 0
         self._pgrad_parts = {}
+        self._recomputed.clear()
         self._autocast = False
         if self._heads is not None:
             self._heads.new_step()

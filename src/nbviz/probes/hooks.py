@@ -66,6 +66,9 @@ class ModuleHooks:
     _forward_mask: torch.Tensor | None  # (batch, tokens): True where a position counts
     _outputs_only: frozenset[str]  # modules whose output gradient is not recorded
     _heads: HeadStats | None  # per-head statistics of attention outputs (capture steps)
+    # modules of the captured forward that ran under no_grad (a reentrant checkpoint's
+    # segments), with the forward's mask: their output gradient comes from the recompute
+    _recomputed: dict[str, torch.Tensor | None]
 
     def _setup_hooks(self, model: nn.Module) -> None:
         """The sentinel and its slots: the watched modules' outputs, then the parameters."""
@@ -95,6 +98,7 @@ class ModuleHooks:
             for j, (_, p) in enumerate(self.params)
         ]
         self._checked = None
+        self._recomputed = {}
         self._shapes = {}
         self._exec_order = {}
         self._unit_dims = {}
@@ -134,6 +138,8 @@ class ModuleHooks:
 
     def _on_output(self, name: str, slot: int, module: nn.Module, args: Any, output: Any) -> None:
         if not self._active:
+            if self._recomputed:
+                self._on_recomputed(name, output)
             return
         if not self._summary_written:  # the first step: how often it runs per forward
             self._calls[name] = self._calls.get(name, 0) + 1
@@ -190,9 +196,27 @@ class ModuleHooks:
         self._sentinel.add(slot, entry.witness if x.shape == live.shape else finite.checksum(live))
 
     def _hook_output_grad(self, name: str, live: torch.Tensor) -> None:
-        if self._watch_grads and live.requires_grad and name not in self._outputs_only:
+        if not self._watch_grads or name in self._outputs_only:
+            return
+        if live.requires_grad:
             # the mask of the forward that made it: a later forward may come first
             live.register_hook(partial(self._on_output_grad, name, self._forward_mask))
+        elif not torch.is_grad_enabled():
+            # run under no_grad inside a training forward: torch.utils.checkpoint
+            # (use_reentrant=True, Hugging Face's gradient checkpointing) runs it again
+            # during backward, with grad, and its gradient flows through that output
+            self._recomputed[name] = self._forward_mask
+
+    def _on_recomputed(self, name: str, output: Any) -> None:
+        """A watched module run again during the backward of a capture step (a reentrant
+        checkpoint's recomputation): its output gradient is taken from this output."""
+        if name not in self._recomputed or self._capture is None:
+            return
+        if not torch.is_grad_enabled() or torch._C._current_graph_task_id() < 0:
+            return  # not a recomputation inside backward
+        live = output if type(output) is torch.Tensor else find_tensor(output)[1]
+        if live is not None and live.requires_grad and live.is_floating_point():
+            live.register_hook(partial(self._on_output_grad, name, self._recomputed[name]))
 
     def _on_kept_output(
         self, name: str, slot: int, kind: str, module: nn.Module, args: Any, output: Any

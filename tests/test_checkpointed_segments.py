@@ -1,0 +1,92 @@
+"""Activation checkpointing (``torch.utils.checkpoint``) runs a segment's forward again
+during backward. With ``use_reentrant=True`` (the older default, and Hugging Face's
+``gradient_checkpointing_enable()``) the first forward runs under no_grad, so a watched
+output there has no gradient to give: it is taken from the recomputation. Either way the
+statistics are the ones an unchecked model gives, counted once, and the probes change
+nothing."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+import nbviz
+
+
+class Checkpointed(nn.Module):
+    """Three GELU blocks, each a checkpointed segment (or not, ``reentrant=None``)."""
+
+    def __init__(self, reentrant: bool | None) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.reentrant = reentrant
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(16, 16), nn.GELU()) for _ in range(3))
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            if self.reentrant is None:
+                x = block(x)
+            else:
+                x = checkpoint(block, x, use_reentrant=self.reentrant)
+        return self.head(x)
+
+
+def train(model: nn.Module, run: nbviz.Run | None, steps: int = 4) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(32, 16, generator=g).requires_grad_()  # a reentrant segment needs one
+    y = torch.randint(0, 4, (32,), generator=g)
+    opt = torch.optim.SGD(model.parameters(), 0.1)
+    seen = []
+    for step in range(steps):
+        out = model(x)
+        loss = nn.functional.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        seen += [out.detach().clone()] + [p.grad.clone() for p in model.parameters()]
+        opt.step()
+        if run is not None:
+            run.log(step, train_loss=loss)
+    return seen
+
+
+def recorded(path: Path, reentrant: bool | None) -> pd.DataFrame:
+    model = Checkpointed(reentrant)
+    with nbviz.Run(path) as run:
+        with run.watch(model, every=1):
+            train(model, run)
+        run.flush()
+        frames = [run.stats(signal, steps=[2]) for signal in ("activation", "gradient")]
+    cols = ["signal", "layer", "count", "mean", "std", "norm"]
+    return pd.concat(frames)[cols].sort_values(["signal", "layer"]).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpointed_segments_record_what_an_unchecked_model_records(
+    tmp_path: Path, reentrant: bool
+) -> None:
+    plain = recorded(tmp_path / "plain", None)
+    checked = recorded(tmp_path / "checked", reentrant)
+    inner = {"blocks.0.0", "blocks.0.1", "blocks.2.0", "blocks.2.1"}
+    grads = set(checked.loc[checked["signal"] == "gradient", "layer"])
+    assert inner <= grads  # each output's gradient, also from a reentrant recomputation
+    assert list(checked["layer"]) == list(plain["layer"])
+    assert (checked["count"] == plain["count"]).all()  # counted once, not per recomputation
+    pd.testing.assert_frame_equal(checked, plain, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_probes_leave_a_checkpointed_model_unchanged(tmp_path: Path, reentrant: bool) -> None:
+    model = Checkpointed(reentrant)
+    twin = copy.deepcopy(model)
+    plain = train(model, None)
+    with nbviz.Run(tmp_path / "r") as run, run.watch(twin, every=1):
+        watched = train(twin, run)
+    for a, b in zip(plain, watched, strict=True):
+        assert torch.equal(a, b)
