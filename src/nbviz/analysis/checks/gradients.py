@@ -73,6 +73,7 @@ ReLU MLP 1/500 at its first capture and closer to level after.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -264,6 +265,24 @@ def _keeping_pace(
     return pace
 
 
+def _modules_of(of_module: Sequence[str], chosen: Sequence[int]) -> list[str]:
+    """The modules holding the weight matrices ``chosen`` (indices), each once, in order."""
+    return list(dict.fromkeys(of_module[i] for i in chosen))
+
+
+def _names_with_parts(of_module: Sequence[str], chosen: Sequence[int], limit: int = 6) -> str:
+    """``'emb', 'gru' (2 of its 4 weight matrices)``: the modules of the ``chosen`` matrices,
+    with how many of its own a module that holds several (a recurrent layer) has among them."""
+    held = Counter(of_module)
+    hit = Counter(of_module[i] for i in chosen)
+    shown = [
+        f"'{m}'" + (f" ({hit[m]} of its {held[m]} weight matrices)" if held[m] > 1 else "")
+        for m in _modules_of(of_module, chosen)
+    ]
+    more = len(shown) - limit
+    return ", ".join(shown[:limit]) + (f" and {more} more" if more > 0 else "")
+
+
 def check_vanishing(run: Any) -> list[Finding]:
     """Layers whose gradient (relative to their weights) is a tiny fraction of later layers'."""
     lay = layout(run)
@@ -298,20 +317,23 @@ def check_vanishing(run: Any) -> list[Finding]:
     worst = min(slowed or bad, key=lambda i: median[i])
     when = onset(steps, np.nan_to_num(ratio[:, worst], nan=1.0) < VANISH_RATIO, window)
     top = int(np.nanargmax(values[-1])) if np.isfinite(values[-1]).any() else len(params) - 1
-    modules = [lay.param(params[i]).module for i in bad]
+    of_module = [lay.param(p).module for p in params]
     name = params[worst]
     module = lay.param(name).module
+    below = _modules_of(of_module, bad)
     message = (
         f"Gradients vanish toward the input: at {lay.label(module)} the gradient, relative to "
         f"its weights, is {fmt(float(median[worst]))} times that of the layers after it "
-        f"(median of the last {window} captures, {when.since()}); {len(bad)} of {len(params)} "
-        f"layers are below 1/{int(1 / VANISH_RATIO)}: {names(modules)}."
+        f"(median of the last {window} captures, {when.since()}); {len(below)} of "
+        f"{len(set(of_module))} layers are below 1/{int(1 / VANISH_RATIO)}: "
+        f"{_names_with_parts(of_module, bad)}."
     )
-    kept = [lay.param(params[i]).module for i in bad if i in pace]
+    kept = _modules_of(of_module, [i for i in bad if i in pace])
     if slowed and kept:
+        slow = _modules_of(of_module, slowed)
         message += (
-            f" {names([lay.param(params[i]).module for i in slowed])} barely "
-            f"{'learns' if len(slowed) == 1 else 'learn'}; the optimizer's steps keep "
+            f" {names(slow)} barely "
+            f"{'learns' if len(slow) == 1 else 'learn'}; the optimizer's steps keep "
             f"{names(kept)} up with the later layers all the same (their updates, "
             "relative to their weights, are within "
             f"{fmt(1 / KEEPS_PACE)}x of the largest of the later layers')."
@@ -354,7 +376,7 @@ def check_vanishing(run: Any) -> list[Finding]:
                 "grad_to_weight": float(nanmedian(values[-window:, worst])),
                 "largest_layer": lay.param(params[top]).module,
                 "largest_grad_to_weight": float(nanmedian(values[-window:, top])),
-                "layers": modules,
+                "layers": below,
                 "ratios": {params[i]: float(median[i]) for i in bad},
                 "keeping_pace": {params[i]: v for i, v in pace.items()},
                 "keeps_pace": KEEPS_PACE,
