@@ -1,6 +1,6 @@
 """Activation checkpointing (``torch.utils.checkpoint``) runs a segment's forward again
-during backward. With ``use_reentrant=True`` (the older default, and Hugging Face's
-``gradient_checkpointing_enable()``) the first forward runs under no_grad, so a watched
+during backward. With ``use_reentrant=True`` (the older default, and an option of Hugging Face's
+``activation_checkpointing_enable()``) the first forward runs under no_grad, so a watched
 output there has no gradient to give: it is taken from the recomputation. Either way the
 statistics are the ones an unchecked model gives, counted once, and the probes change
 nothing."""
@@ -90,3 +90,37 @@ def test_probes_leave_a_checkpointed_model_unchanged(tmp_path: Path, reentrant: 
         watched = train(twin, run)
     for a, b in zip(plain, watched, strict=True):
         assert torch.equal(a, b)
+
+
+def _llama_gradients(path: Path, checkpointing: bool) -> pd.DataFrame:
+    pytest.importorskip("transformers")
+    from tiny_hf import tiny_llama
+
+    model = tiny_llama()
+    if checkpointing:
+        reentrant = {"use_reentrant": True}
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=reentrant)
+        model.enable_input_require_grads()
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), 1e-3)
+    tokens = torch.randint(0, 40, (4, 16), generator=torch.Generator().manual_seed(0))
+    with nbviz.Run(path) as run:
+        with run.watch(model, every=2):
+            for step in range(3):
+                loss = model(input_ids=tokens, labels=tokens).loss
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                run.log(step, train_loss=loss)
+        run.flush()
+        modules = set(run.layers()["name"])
+        grads = run.stats("gradient", steps=[2])
+    grads = grads[grads["layer"].isin(modules)]
+    return grads[["layer", "count", "norm"]].sort_values("layer").reset_index(drop=True)
+
+
+def test_hugging_face_gradient_checkpointing_keeps_every_output_gradient(tmp_path: Path) -> None:
+    plain = _llama_gradients(tmp_path / "plain", checkpointing=False)
+    checked = _llama_gradients(tmp_path / "checked", checkpointing=True)
+    assert len(plain) > 20 and any(".layers.1.mlp" in n for n in plain["layer"])
+    pd.testing.assert_frame_equal(checked, plain, rtol=1e-5, atol=1e-8)
