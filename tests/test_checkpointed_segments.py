@@ -20,17 +20,24 @@ import nbviz
 
 
 class Checkpointed(nn.Module):
-    """Three GELU blocks, each a checkpointed segment (or not, ``reentrant=None``)."""
+    """Three GELU blocks, each a checkpointed segment (or not, ``reentrant=None``), held in
+    a ``ModuleList`` or, ``direct``, as the model's own children ``b0`` .. ``b2``."""
 
-    def __init__(self, reentrant: bool | None) -> None:
+    def __init__(self, reentrant: bool | None, direct: bool = False) -> None:
         super().__init__()
         torch.manual_seed(0)
         self.reentrant = reentrant
-        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(16, 16), nn.GELU()) for _ in range(3))
+        blocks = [nn.Sequential(nn.Linear(16, 16), nn.GELU()) for _ in range(3)]
+        if direct:
+            for i, block in enumerate(blocks):
+                self.add_module(f"b{i}", block)
+        else:
+            self.blocks = nn.ModuleList(blocks)
+        self.order = blocks  # a plain list: registered above, once
         self.head = nn.Linear(16, 4)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for block in self.blocks:
+        for block in self.order:
             if self.reentrant is None:
                 x = block(x)
             else:
@@ -56,8 +63,8 @@ def train(model: nn.Module, run: nbviz.Run | None, steps: int = 4) -> list[torch
     return seen
 
 
-def recorded(path: Path, reentrant: bool | None) -> pd.DataFrame:
-    model = Checkpointed(reentrant)
+def recorded(path: Path, reentrant: bool | None, direct: bool = False) -> pd.DataFrame:
+    model = Checkpointed(reentrant, direct)
     with nbviz.Run(path) as run:
         with run.watch(model, every=1):
             train(model, run)
@@ -67,13 +74,15 @@ def recorded(path: Path, reentrant: bool | None) -> pd.DataFrame:
     return pd.concat(frames)[cols].sort_values(["signal", "layer"]).reset_index(drop=True)
 
 
+@pytest.mark.parametrize("direct", [False, True], ids=["in a ModuleList", "the model's children"])
 @pytest.mark.parametrize("reentrant", [True, False])
 def test_checkpointed_segments_record_what_an_unchecked_model_records(
-    tmp_path: Path, reentrant: bool
+    tmp_path: Path, reentrant: bool, direct: bool
 ) -> None:
-    plain = recorded(tmp_path / "plain", None)
-    checked = recorded(tmp_path / "checked", reentrant)
-    inner = {"blocks.0.0", "blocks.0.1", "blocks.2.0", "blocks.2.1"}
+    plain = recorded(tmp_path / "plain", None, direct)
+    checked = recorded(tmp_path / "checked", reentrant, direct)
+    block = "b{}" if direct else "blocks.{}"
+    inner = {f"{block.format(i)}.{j}" for i in (0, 2) for j in (0, 1)}
     grads = set(checked.loc[checked["signal"] == "gradient", "layer"])
     assert inner <= grads  # each output's gradient, also from a reentrant recomputation
     assert list(checked["layer"]) == list(plain["layer"])

@@ -162,6 +162,30 @@ def test_the_probe_captures_optimizer_steps_numbered_as_the_logged_steps(fitted)
         assert size / rel == pytest.approx(norms[int(step)], rel=1e-5), step
 
 
+class CallsItsNet(Classifier):
+    """A ``training_step`` that calls ``self.net(x)``, not ``self(x)``: the LightningModule's
+    own forward (and its hooks) never runs in training."""
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self.net(x), y)
+        self.log("train_loss", loss)
+        return loss
+
+
+def test_a_training_step_that_calls_a_submodule_is_captured_all_the_same(tmp_path):
+    L.seed_everything(0, verbose=False)
+    trainer = _trainer(NbvizLogger(tmp_path / "run"), [NbvizCallback(every=EVERY)])
+    loader = torch.utils.data.DataLoader(_data(N_TRAIN, 0), batch_size=BATCH, shuffle=True)
+    trainer.fit(CallsItsNet(), loader)
+    run = nbviz.open_run(tmp_path / "run")
+    expected = [s for s in range(EPOCHS * STEPS_PER_EPOCH) if s % EVERY == 0]
+    assert run.steps("activation").tolist() == expected
+    assert run.steps("gradient").tolist() == expected
+    assert {"net.0", "net.1", "net.2"} <= set(run.stats("activation", steps=[0])["layer"])
+    assert {"net.0", "net.0.weight"} <= set(run.stats("gradient", steps=[0])["layer"])
+
+
 def test_hyperparameters_are_the_runs_config(fitted):
     assert fitted["run"].config == {"hidden": 16, "lr": 0.1}
     assert set(fitted["run"].layers()["name"]) >= {"net.0", "net.2"}

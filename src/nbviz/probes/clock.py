@@ -29,7 +29,10 @@ when ``every`` is smaller). Whatever the period, the non-finite sentinel runs on
 every step.
 
 The clock listens to the root module's forward (a training forward may begin a
-step, and ends the one before when that one is complete), to the end of each
+step, and ends the one before when that one is complete) or, when a loop trains the
+model without calling it (``model.forward(x)``, a LightningModule's ``training_step``
+calling ``self.net(x)``), to the forward of each of its direct children called outside
+it, to the end of each
 backward through the model (a callback queued on the autograd engine from a
 hook on the output), to ``optimizer.step()`` (with ``optimizer=``) and to
 ``run.log``. The clock decides; the work at a step's edges (the parameter

@@ -98,6 +98,7 @@ class ModuleHooks:
             for j, (_, p) in enumerate(self.params)
         ]
         self._checked = None
+        self._entry: nn.Module | None = None  # the child standing in for the model's forward
         self._recomputed = {}
         self._shapes = {}
         self._exec_order = {}
@@ -118,6 +119,14 @@ class ModuleHooks:
             else:
                 hook = _Hook(self._on_kept_output, name, slot, kind)
             self._handles.append(module.register_forward_hook(hook))
+        if self.modules:
+            # a loop that calls a part of the model rather than the model (a
+            # LightningModule's training_step calling self.net(x), model.forward(x)):
+            # the root's direct children begin and end its training forwards then
+            entry_pre, entry_post = _Hook(self._on_entry_pre), _Hook(self._on_entry_post)
+            for child in root.children():
+                self._handles.append(child.register_forward_pre_hook(entry_pre, with_kwargs=True))
+                self._handles.append(child.register_forward_hook(entry_post))
         if optimizer is not None:
             self._handles.append(optimizer.register_step_post_hook(_Hook(self._on_optimizer_step)))
         if self._heads is not None:
@@ -135,6 +144,24 @@ class ModuleHooks:
 
     def _end_heads(self, module: nn.Module, args: Any, output: Any) -> None:
         self._heads.end()
+
+    def _on_entry_pre(self, child: nn.Module, args: Any, kwargs: Any) -> None:
+        """A direct child of the model called outside the model's own call: it stands in
+        for the model's forward (see :meth:`_on_root_pre`), unless that is running, or
+        this is a recomputation inside backward (a checkpoint's)."""
+        if self._active or self._entry is not None or torch._C._current_graph_task_id() >= 0:
+            return
+        self._on_root_pre(child, args, kwargs)
+        if self._active:
+            self._entry = child
+
+    def _on_entry_post(self, child: nn.Module, args: Any, output: Any) -> None:
+        if child is not self._entry:
+            return
+        self._entry = None
+        if self._heads is not None and self._heads.on:
+            self._heads.end()
+        self._on_root_post(child, args, output)
 
     def _on_output(self, name: str, slot: int, module: nn.Module, args: Any, output: Any) -> None:
         if not self._active:

@@ -1,0 +1,69 @@
+"""A loop that trains the watched model without calling it: ``model.forward(x)``, or its
+parts one by one (``model.encoder(x)`` then ``model.head(h)``, as a LightningModule's
+``training_step`` calls ``self.net(x)``). The model's own hooks never run then; its direct
+children mark the training forwards instead, so the run records what calling the model
+records, step for step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+import nbviz
+
+
+class EncoderHead(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.encoder = nn.Sequential(nn.Linear(12, 24), nn.ReLU(), nn.Linear(24, 16), nn.ReLU())
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encoder(x))
+
+
+CALLS: dict[str, Callable[[EncoderHead, torch.Tensor], torch.Tensor]] = {
+    "model(x)": lambda m, x: m(x),
+    "model.forward(x)": lambda m, x: m.forward(x),
+    "model.head(model.encoder(x))": lambda m, x: m.head(m.encoder(x)),
+}
+
+
+def record(path: Path, call: Callable[[EncoderHead, torch.Tensor], torch.Tensor]) -> pd.DataFrame:
+    g = torch.Generator().manual_seed(1)
+    model = EncoderHead()
+    opt = torch.optim.SGD(model.parameters(), 0.1)
+    with nbviz.Run(path) as run:
+        with run.watch(model, every=3):
+            for step in range(7):
+                x, y = torch.randn(16, 12, generator=g), torch.randint(0, 4, (16,), generator=g)
+                with torch.no_grad():  # an evaluation between steps: not a training forward
+                    model.eval()
+                    call(model, x)
+                    model.train()
+                loss = nn.functional.cross_entropy(call(model, x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                run.log(step, train_loss=loss)
+        run.flush()
+        frames = [run.stats(s) for s in ("activation", "gradient", "weight", "update")]
+    frame = pd.concat(frames)[["step", "signal", "layer", "count", "mean", "norm"]]
+    return frame.sort_values(["step", "signal", "layer"]).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("call", ["model.forward(x)", "model.head(model.encoder(x))"])
+def test_a_loop_that_calls_parts_of_the_model_records_what_calling_it_records(
+    tmp_path: Path, call: str
+) -> None:
+    expected = record(tmp_path / "called", CALLS["model(x)"])
+    got = record(tmp_path / "parts", CALLS[call])
+    assert sorted(set(got["step"])) == [0, 3, 6]
+    assert {"encoder.0", "encoder.2", "head"} <= set(got["layer"])
+    pd.testing.assert_frame_equal(got, expected)
