@@ -6,6 +6,7 @@ records, step for step."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -67,3 +68,28 @@ def test_a_loop_that_calls_parts_of_the_model_records_what_calling_it_records(
     assert sorted(set(got["step"])) == [0, 3, 6]
     assert {"encoder.0", "encoder.2", "head"} <= set(got["layer"])
     pd.testing.assert_frame_equal(got, expected)
+
+
+def test_a_part_called_deeper_than_the_models_children_is_said_not_recorded(
+    tmp_path: Path,
+) -> None:
+    model = EncoderHead()
+    x = torch.randn(8, 12)
+    with nbviz.Run(tmp_path / "r") as run, run.watch(model, every=1) as probe:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model(x).sum().backward()  # the model, its children, evaluation: nothing to say
+            model.forward(x).sum().backward()
+            model.encoder(x).sum().backward()
+            with torch.no_grad():
+                model.encoder[0](x)
+            model.eval()
+            model.encoder[0](x)
+            model.train()
+            assert not caught and not probe.notes
+            model.encoder[0](x).sum().backward()  # a grandchild alone: unseen
+            model.encoder[2](torch.randn(8, 24)).sum().backward()
+        said = [str(w.message) for w in caught]
+        assert len(said) == 1 and len(probe.notes) == 1, said
+        assert "'encoder.0' ran with gradients on and in train mode outside a call" in said[0]
+        assert "call the model, or watch the module the loop calls" in probe.notes[0]

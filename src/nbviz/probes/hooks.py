@@ -21,6 +21,7 @@ adds no Python frame.
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from functools import partial
 from typing import Any
@@ -99,6 +100,7 @@ class ModuleHooks:
         ]
         self._checked = None
         self._entry: nn.Module | None = None  # the child standing in for the model's forward
+        self._stray_noted = False  # said that a module ran outside any training forward seen
         self._recomputed = {}
         self._shapes = {}
         self._exec_order = {}
@@ -167,6 +169,8 @@ class ModuleHooks:
         if not self._active:
             if self._recomputed:
                 self._on_recomputed(name, output)
+            elif not self._stray_noted and torch.is_grad_enabled() and module.training:
+                self._note_stray(name)
             return
         if not self._summary_written:  # the first step: how often it runs per forward
             self._calls[name] = self._calls.get(name, 0) + 1
@@ -233,6 +237,21 @@ class ModuleHooks:
             # (use_reentrant=True, Hugging Face's gradient checkpointing) runs it again
             # during backward, with grad, and its gradient flows through that output
             self._recomputed[name] = self._forward_mask
+
+    def _note_stray(self, name: str) -> None:
+        """Say, once, that a watched module ran in a training forward the clock did not see
+        (a part of the model called on its own, deeper than the model's children)."""
+        if torch._C._current_graph_task_id() >= 0 or torch.is_inference_mode_enabled():
+            return  # a recomputation inside backward (a checkpoint's), or inference
+        self._stray_noted = True
+        note = (
+            f"'{name}' ran with gradients on and in train mode outside a call of the watched "
+            "model (or of one of its direct children): a part of the model called on its own "
+            "(model.encoder.layers[0](x)) is not seen as a training step, so nothing of that "
+            "forward is recorded; call the model, or watch the module the loop calls"
+        )
+        self.notes.append(note)
+        warnings.warn(f"nbviz: {note}", stacklevel=2)
 
     def _on_recomputed(self, name: str, output: Any) -> None:
         """A watched module run again during the backward of a capture step (a reentrant
