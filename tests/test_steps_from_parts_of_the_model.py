@@ -93,3 +93,29 @@ def test_a_part_called_deeper_than_the_models_children_is_said_not_recorded(
         assert len(said) == 1 and len(probe.notes) == 1, said
         assert "'encoder.0' ran with gradients on and in train mode outside a call" in said[0]
         assert "call the model, or watch the module the loop calls" in probe.notes[0]
+
+
+def test_a_forward_of_a_part_cut_short_leaves_the_next_ones_recorded(tmp_path: Path) -> None:
+    """An interrupted forward (an exception, Ctrl-C in a notebook) of a part the loop calls:
+    the next call of that part begins afresh, and an evaluation in between is not taken
+    for training."""
+    model = EncoderHead()
+    g = torch.Generator().manual_seed(2)
+    stop = model.encoder[2].register_forward_hook(lambda *a: (_ for _ in ()).throw(KeyError()))
+    with nbviz.Run(tmp_path / "r") as run, run.watch(model, every=1):
+        with pytest.raises(KeyError):
+            model.encoder(torch.randn(8, 12, generator=g))
+        stop.remove()
+        for step in range(3):
+            with torch.no_grad():
+                model.eval()
+                model.encoder(100 + torch.randn(8, 12, generator=g))  # far off: would show
+                model.train()
+            model.head(model.encoder(torch.randn(8, 12, generator=g))).sum().backward()
+            run.log(step, train_loss=0.0)
+        run.flush()
+        stats = run.stats("activation", layer="encoder.0")
+    assert stats["step"].tolist() == [0, 1, 2]
+    # step 0 pools the interrupted forward with its own, as for the model's own call
+    assert stats["count"].tolist() == [2 * 8 * 24, 8 * 24, 8 * 24]
+    assert (stats["max"] < 50).all()

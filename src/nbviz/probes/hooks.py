@@ -151,6 +151,8 @@ class ModuleHooks:
         """A direct child of the model called outside the model's own call: it stands in
         for the model's forward (see :meth:`_on_root_pre`), unless that is running, or
         this is a recomputation inside backward (a checkpoint's)."""
+        if child is self._entry:  # its last forward never ended (interrupted): a fresh one
+            self._entry, self._active = None, False
         if self._active or self._entry is not None or torch._C._current_graph_task_id() >= 0:
             return
         self._on_root_pre(child, args, kwargs)
