@@ -17,27 +17,9 @@ ENCODER = "model.encoder.layers.0.self_attn"
 
 
 def bart_run(path, target: int = TARGET) -> nbviz.Run:
-    from tiny_hf import tiny_bart
+    from tiny_hf import bart_run
 
-    model = tiny_bart()
-    gen = torch.Generator().manual_seed(1)
-    probe = {
-        "input_ids": torch.randint(2, 50, (2, SOURCE), generator=gen),
-        "decoder_input_ids": torch.randint(2, 50, (2, target), generator=gen),
-    }
-    run = nbviz.Run(path)
-    run.watch(model, every=1, attention=probe, tokens=lambda i: f"w{i}")
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    for step in range(2):
-        ids = torch.randint(2, 50, (4, SOURCE), generator=gen)
-        labels = torch.randint(2, 50, (4, target), generator=gen)
-        loss = model(input_ids=ids, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        run.log(step, train_loss=loss)
-    run.flush()
-    return run
+    return bart_run(path, source=SOURCE, target=target)
 
 
 def test_each_layers_maps_keep_their_extent_and_tokens(tmp_path):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
+
+import nbviz  # noqa: E402
 
 
 def tiny_llama(kv_heads: int = 4, vocab: int = 40) -> transformers.LlamaForCausalLM:
@@ -44,3 +47,36 @@ def tiny_bart(vocab: int = 50) -> transformers.BartForConditionalGeneration:
         max_position_embeddings=32,
     )
     return transformers.BartForConditionalGeneration(config)
+
+
+def bart_run(
+    path: Path,
+    *,
+    source: int = 10,
+    target: int = 6,
+    probe_samples: int = 2,
+    every: int = 1,
+    steps: int = 2,
+) -> nbviz.Run:
+    """:func:`tiny_bart` trained ``steps`` AdamW steps on random ids (4 pairs of ``source``
+    and ``target`` tokens), watched every ``every`` steps with ``probe_samples`` pairs as
+    the attention probe batch (tokens named ``w<id>``): the run, flushed and open."""
+    model = tiny_bart()
+    gen = torch.Generator().manual_seed(1)
+    probe = {
+        "input_ids": torch.randint(2, 50, (probe_samples, source), generator=gen),
+        "decoder_input_ids": torch.randint(2, 50, (probe_samples, target), generator=gen),
+    }
+    run = nbviz.Run(path)
+    run.watch(model, every=every, attention=probe, tokens=lambda i: f"w{i}")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    for step in range(steps):
+        ids = torch.randint(2, 50, (4, source), generator=gen)
+        labels = torch.randint(2, 50, (4, target), generator=gen)
+        loss = model(input_ids=ids, labels=labels).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        run.log(step, train_loss=loss)
+    run.flush()
+    return run

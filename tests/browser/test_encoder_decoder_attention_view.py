@@ -18,26 +18,9 @@ SOURCE, TARGET = 10, 6
 
 
 def bart_run(path) -> None:
-    from tiny_hf import tiny_bart
+    from tiny_hf import bart_run
 
-    model = tiny_bart()
-    gen = torch.Generator().manual_seed(1)
-    probe = {
-        "input_ids": torch.randint(2, 50, (1, SOURCE), generator=gen),
-        "decoder_input_ids": torch.randint(2, 50, (1, TARGET), generator=gen),
-    }
-    run = nbviz.Run(path)
-    run.watch(model, every=2, attention=probe, tokens=lambda i: f"w{i}")
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    for step in range(6):
-        ids = torch.randint(2, 50, (4, SOURCE), generator=gen)
-        labels = torch.randint(2, 50, (4, TARGET), generator=gen)
-        loss = model(input_ids=ids, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        run.log(step, train_loss=loss)
-    run.close()
+    bart_run(path, source=SOURCE, target=TARGET, probe_samples=1, every=2, steps=6).close()
 
 
 def test_cross_attention_is_drawn_target_by_source_with_both_sequences(nb, tmp_path):
