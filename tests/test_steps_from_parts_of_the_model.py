@@ -93,6 +93,8 @@ def test_a_part_called_deeper_than_the_models_children_is_said_not_recorded(
         assert len(said) == 1 and len(probe.notes) == 1, said
         assert "'encoder.0' ran with gradients on and in train mode outside a call" in said[0]
         assert "call the model, or watch the module the loop calls" in probe.notes[0]
+        run.flush()
+        assert run.meta("probe")["notes"] == probe.notes  # kept in the run: nbviz info says it
 
 
 def test_a_forward_of_a_part_cut_short_leaves_the_next_ones_recorded(tmp_path: Path) -> None:

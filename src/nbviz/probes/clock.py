@@ -144,7 +144,7 @@ class StepClock:
             "most of them; pass the optimizer, run.watch(model, optimizer=opt), so that a "
             "step ends at optimizer.step()"
         )
-        self.notes.append(note)
+        self._add_note(note)
         warnings.warn(note, stacklevel=4)
 
     def _note_mask_unread(self) -> None:
@@ -152,7 +152,7 @@ class StepClock:
         if self._mask_noted:
             return
         self._mask_noted = True
-        self.notes.append(
+        self._add_note(
             "the model is called with an attention_mask, which is not read as the padding of "
             "its outputs (it is not one Hugging Face stack, so another sequence may have as "
             "many tokens): call probe.set_mask(mask) before each forward to leave padding out "

@@ -252,7 +252,7 @@ class ModuleHooks:
             "(model.encoder.layers[0](x)) is not seen as a training step, so nothing of that "
             "forward is recorded; call the model, or watch the module the loop calls"
         )
-        self.notes.append(note)
+        self._add_note(note)
         warnings.warn(f"nbviz: {note}", stacklevel=2)
 
     def _on_recomputed(self, name: str, output: Any) -> None:

@@ -337,11 +337,12 @@ class Probe(StepClock, ModuleHooks, StepMeasure, Records):
         self._setup_clock(first_step, optimizer)
         self._attach(root, optimizer)
         _WATCHED[model] = self
+        if self._attention is not None:
+            self.notes.extend(self._attention.notes)
         self._write_config()
         if dist is not None:
             self._write_distributed(model, rank_shards)
         if self._attention is not None:
-            self.notes.extend(self._attention.notes)
             self._set_meta("attention", self._attention.meta())
 
     # ------------------------------------------------------------------ public

@@ -232,25 +232,33 @@ class Records:
         if self._shard is not None:
             self._shard.set_meta(key, value)
 
+    def _add_note(self, note: str) -> None:
+        """Keep a note said during training (a loop the clock reads one way of several):
+        in the probe's ``notes``, and in the run's, which ``nbviz info`` and the reports
+        list, by writing the probe's meta again."""
+        self.notes.append(note)
+        config = getattr(self, "_config", None)
+        if config is not None:
+            self._config = {**config, "notes": list(self.notes)}
+            self._set_meta("probe", self._config)
+
     def _write_config(self) -> None:
-        self._set_meta(
-            "probe",
-            {
-                "every": self.every,
-                "hist_every": self.hist_every,
-                "bins": self.bins,
-                "signals": list(self.signals),
-                "layers": [n for n, _ in self.modules],
-                "params": [
-                    {"name": n, "shape": list(p.shape), "requires_grad": p.requires_grad}
-                    for n, p in self.params
-                ],
-                "compiled": self.compiled,
-                "notes": self.notes,
-                "device": str(self.device),
-                "started": time.time(),
-            },
-        )
+        self._config = {
+            "every": self.every,
+            "hist_every": self.hist_every,
+            "bins": self.bins,
+            "signals": list(self.signals),
+            "layers": [n for n, _ in self.modules],
+            "params": [
+                {"name": n, "shape": list(p.shape), "requires_grad": p.requires_grad}
+                for n, p in self.params
+            ],
+            "compiled": self.compiled,
+            "notes": list(self.notes),
+            "device": str(self.device),
+            "started": time.time(),
+        }
+        self._set_meta("probe", self._config)
 
     def _write_distributed(self, model: nn.Module, rank_shards: bool) -> None:
         assert self._dist is not None
