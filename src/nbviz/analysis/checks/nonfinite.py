@@ -9,6 +9,13 @@ origin is the earliest step, and within it the first thing computed: module
 outputs in forward order, then the loss, then gradients from the output back
 (the parameter gradient closest to the output). Everything else is named as
 downstream. Any non-finite value is an ``error``.
+
+The weights are not checked on every step, but each capture of their statistics counts
+their non-finite values. Weights that held NaN/Inf a step or more before any forward
+read them (rows of a table no batch looks up: the loss stays finite) are the origin
+then, and since every gradient was finite up to there, an update made them: the advice
+points at the optimizer (an ``eps`` of 0 divides 0 by 0 where a gradient is 0), not at
+the forward, nor at clipping gradients.
 """
 
 from __future__ import annotations
@@ -72,6 +79,93 @@ def _bad_parameters(run: Any, names_: list[str], step: int) -> str:
     )
 
 
+def _weights_origin(run: Any, lay: ModelLayout | None) -> dict[str, Any] | None:
+    """The first weight capture whose weights held NaN/Inf, where the last one still does
+    (the sentinel checks outputs and gradients, not weights: a value the forward never
+    reads, a row of a table never looked up, shows nowhere else). Found by halving over
+    the captures, one step's read each."""
+    steps = np.asarray(run.steps("weight"), dtype=np.int64)
+    if not len(steps):
+        return None
+
+    def bad_at(i: int) -> Any:
+        rows = run.stats("weight", steps=[int(steps[i])])
+        return rows[rows["nonfinite"] > 0]
+
+    last = bad_at(len(steps) - 1)
+    if last.empty:
+        return None
+    lo, hi, rows = 0, len(steps) - 1, last
+    while lo < hi:
+        mid = (lo + hi) // 2
+        found = bad_at(mid)
+        if found.empty:
+            lo = mid + 1
+        else:
+            hi, rows = mid, found
+    if hi != len(steps) - 1 and rows is last:
+        rows = bad_at(hi)
+    held = [
+        (r.layer, int(r.nonfinite), int(r.count))
+        for r in rows.itertuples(index=False)
+        if lay is None or lay.param(r.layer) is not None
+    ] or [(r.layer, int(r.nonfinite), int(r.count)) for r in rows.itertuples(index=False)]
+    if lay is not None:
+        held.sort(key=lambda h: lay.depth(module_of(h[0])))
+    name, bad, count = held[0]
+    return {
+        "module": module_of(name),
+        "name": name,
+        "signal": "weight",
+        "step": int(steps[hi]),
+        "bad": bad,
+        "count": count,
+        "others": [h[0] for h in held[1:]],
+    }
+
+
+def _zero_eps(run: Any) -> bool:
+    """Whether the recorded optimizer divides by ``sqrt(v) + eps`` with ``eps`` 0."""
+    meta = run.meta("optimizer")
+    described = meta if isinstance(meta, list) else [meta]
+    for opt in described:
+        groups = opt.get("groups") if isinstance(opt, dict) else None
+        for group in groups if isinstance(groups, list) else []:
+            if isinstance(group, dict) and group.get("eps") == 0:
+                return True
+    return False
+
+
+def _weights_message(run: Any, origin: dict[str, Any], alone: bool) -> tuple[str, str]:
+    """The sentence on weights that turned non-finite with every gradient finite, and the
+    hint that follows from it (the update made them, not the forward nor the backward)."""
+    held = (
+        f"{origin['bad']:,} of {origin['count']:,} values of '{origin['name']}' are NaN/Inf"
+        + (f", and {names(origin['others'])} hold some too" if origin["others"] else "")
+        + "."
+    )
+    if alone:
+        held += (
+            " Every output and gradient checked on every step stayed finite and so did the "
+            "loss: the forward never reads those values (rows of a table never looked up, "
+            "units never used), so training looks healthy while the model holds them."
+        )
+    hint = (
+        f"the gradients were finite through step {origin['step']}, so an update made these values: "
+    )
+    if _zero_eps(run):
+        hint += (
+            "the optimizer's eps is 0, and Adam, RMSprop or Adagrad then divide 0 by 0 "
+            "wherever a gradient is exactly 0; give eps a positive value (1e-8); "
+        )
+    else:
+        hint += (
+            "look at the optimizer (an eps of 0 divides 0 by 0 where a gradient is 0; a "
+            "non-finite learning rate or weight decay) and at code writing into the weights; "
+        )
+    return held, hint
+
+
 def check(run: Any) -> list[Finding]:
     """One error naming the first non-finite value (step, layer) and what it reached."""
     lay = layout(run)
@@ -110,13 +204,23 @@ def check(run: Any) -> list[Finding]:
                     "value": str(bad[1]),
                 }
             )
+    weights = _weights_origin(run, lay)
+    items.sort(key=lambda it: _rank(lay, it))
+    if weights is not None and (not items or weights["step"] + 1 < items[0]["step"]):
+        # held before any forward read them (the next step's forward reading them is told
+        # from its output, with the parameters that already held them: _bad_parameters)
+        items.insert(0, weights)
     if not items:
         return []
-    items.sort(key=lambda it: _rank(lay, it))
     origin, rest = items[0], items[1:]
     label = lay.label if lay is not None else (lambda m: f"'{m}'")
     held = ""
-    if origin["signal"] == "activation":
+    tail = ""
+    if origin["signal"] == "weight":
+        where = f"in the weights of {label(origin['module'])} after that step's update"
+        held, hint = _weights_message(run, origin, alone=not rest)
+        tail = "check torch.isfinite(p).all() over the parameters after each optimizer.step()"
+    elif origin["signal"] == "activation":
         where = f"in the output of {label(origin['module'])}"
         own = [p.name for p in lay.params if p.module == origin["module"]] if lay else []
         held = _bad_parameters(run, own, origin["step"])
@@ -164,8 +268,10 @@ def check(run: Any) -> list[Finding]:
             layer=origin["module"],
             step=origin["step"],
             cause="numerics",
-            advice=(
-                f"{hint}a lower learning rate, gradient clipping, or "
+            advice=hint
+            + (
+                tail
+                or "a lower learning rate, gradient clipping, or "
                 f"torch.autograd.set_detect_anomaly(True) around step {origin['step']}"
             ),
             summary=f"the first NaN/Inf appeared at step {origin['step']} {where}",
@@ -199,7 +305,7 @@ def _spread(
             it["module"]
             for it in items
             if it["signal"] == "activation"
-            and it["module"] != origin["module"]
+            and (it["module"] != origin["module"] or origin["signal"] != "activation")
             and (True, it["module"]) not in seen
         )
     )
