@@ -103,8 +103,6 @@ def _weights_origin(run: Any, lay: ModelLayout | None) -> dict[str, Any] | None:
             lo = mid + 1
         else:
             hi, rows = mid, found
-    if hi != len(steps) - 1 and rows is last:
-        rows = bad_at(hi)
     held = [
         (r.layer, int(r.nonfinite), int(r.count))
         for r in rows.itertuples(index=False)
