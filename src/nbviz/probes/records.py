@@ -233,9 +233,9 @@ class Records:
             self._shard.set_meta(key, value)
 
     def _add_note(self, note: str) -> None:
-        """Keep a note said during training (a loop the clock reads one way of several):
-        in the probe's ``notes``, and in the run's, which ``nbviz info`` and the reports
-        list, by writing the probe's meta again."""
+        """Keep a note said during training (how the clock read the loop, what it could
+        not see): in the probe's ``notes``, and in the run's, which ``nbviz info`` and the
+        reports list, by writing the probe's meta again."""
         self.notes.append(note)
         config = getattr(self, "_config", None)
         if config is not None:
