@@ -1,6 +1,6 @@
 """``vanishing_gradients`` and ``exploding_gradients``: gradient size by depth and over time.
 
-About 660 lines because the two checks read the same gradient matrices, the
+About 690 lines because the two checks read the same gradient matrices, the
 same backpropagated profile and the same update ratios (whether a layer keeps
 pace), and a layer's candidates of both kinds are ranked together; the per-layer
 signals by depth are already apart (:mod:`.depth`).
