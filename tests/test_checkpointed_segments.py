@@ -15,6 +15,7 @@ import pytest
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
+from training import steps_seen
 
 import nbviz
 
@@ -50,17 +51,7 @@ def train(model: nn.Module, run: nbviz.Run | None, steps: int = 4) -> list[torch
     x = torch.randn(32, 16, generator=g).requires_grad_()  # a reentrant segment needs one
     y = torch.randint(0, 4, (32,), generator=g)
     opt = torch.optim.SGD(model.parameters(), 0.1)
-    seen = []
-    for step in range(steps):
-        out = model(x)
-        loss = nn.functional.cross_entropy(out, y)
-        opt.zero_grad()
-        loss.backward()
-        seen += [out.detach().clone()] + [p.grad.clone() for p in model.parameters()]
-        opt.step()
-        if run is not None:
-            run.log(step, train_loss=loss)
-    return seen
+    return steps_seen(model, opt, x, y, run, steps)
 
 
 def recorded(path: Path, reentrant: bool | None, direct: bool = False) -> pd.DataFrame:

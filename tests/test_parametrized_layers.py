@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn.utils import parametrizations
+from training import steps_seen
 
 import nbviz
 from nbviz.param_names import module_of, short_name
@@ -41,17 +42,7 @@ def train(model: nn.Module, run: nbviz.Run | None, steps: int = 5) -> list[torch
     """Adam steps on one batch; the logits and every parameter gradient of each step."""
     opt = torch.optim.Adam(model.parameters(), 1e-2)
     x, y = batch()
-    seen = []
-    for step in range(steps):
-        out = model(x)
-        loss = nn.functional.cross_entropy(out, y)
-        opt.zero_grad()
-        loss.backward()
-        seen += [out.detach().clone()] + [p.grad.clone() for p in model.parameters()]
-        opt.step()
-        if run is not None:
-            run.log(step, train_loss=loss)
-    return seen
+    return steps_seen(model, opt, x, y, run, steps)
 
 
 def test_parameter_names_map_to_the_layer_that_holds_them() -> None:

@@ -324,3 +324,26 @@ def record_segmentation(path: Path, steps: int = 60) -> Path:
             run.log(step, train_loss=loss)
         run.evaluate(steps - 1, model, val)
     return path
+
+
+def steps_seen(
+    model: nn.Module,
+    opt: torch.optim.Optimizer,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    run: nbviz.Run | None,
+    steps: int,
+) -> list[torch.Tensor]:
+    """``steps`` cross-entropy steps on one batch; the logits and every parameter
+    gradient of each step (what a probe must leave bitwise as they are)."""
+    seen = []
+    for step in range(steps):
+        out = model(x)
+        loss = nn.functional.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        seen += [out.detach().clone()] + [p.grad.clone() for p in model.parameters()]
+        opt.step()
+        if run is not None:
+            run.log(step, train_loss=loss)
+    return seen
